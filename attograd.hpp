@@ -1,0 +1,26 @@
+// attograd.hpp — everything a program needs: #include "attograd.hpp".
+//
+// A two-minute tour (examples/autograd_basics.cpp has the whole program):
+//
+//   using namespace attograd;
+//   Tensor a = requires_grad_(scalar(-4));
+//   Tensor b = requires_grad_(scalar(2));
+//   Tensor c = a + b;            // each op computes a value and records a Node
+//   Tensor d = a * b + pow(b, 3);
+//   Tensor g = c * d;
+//   backward(g);                 // walks the Nodes from g back to a and b
+//   grad(a).item();              // dg/da
+//
+// The layers, bottom up: tensor/ (storage, views, kernels), autograd/ (the
+// graph, the ops, gradcheck), nn/ (modules, losses, optimizers, checkpoints),
+// models/ (the attention models).
+#pragma once
+
+#include "autograd/engine.hpp"
+#include "autograd/gradcheck.hpp"
+#include "autograd/ops.hpp"
+#include "tensor/factory.hpp"
+#include "tensor/kernels.hpp"
+#include "tensor/print.hpp"
+#include "tensor/random.hpp"
+#include "tensor/tensor.hpp"

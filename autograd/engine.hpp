@@ -1,0 +1,64 @@
+// autograd/engine.hpp — recording the graph and running it backwards.
+//
+// Every op in autograd/ops.hpp computes its output, then calls record(…) with
+// its backward closure. backward(loss) walks the recorded graph from the loss
+// to the leaves in reverse topological order, calls each node's closure once
+// with the sum of all gradients that reached it, and adds the results into the
+// leaves' .grad. A tensor used twice therefore gets both contributions: the
+// engine accumulates, it never overwrites.
+#pragma once
+
+#include "autograd/node.hpp"
+#include "tensor/tensor.hpp"
+
+namespace attograd {
+
+// ---- Recording -----------------------------------------------------------
+
+// Is the current thread recording? (false inside a NoGradGuard)
+bool grad_enabled();
+
+// While alive, ops record nothing: for evaluation, optimizer steps, and the
+// backward closures themselves.
+class NoGradGuard {
+ public:
+  NoGradGuard();
+  ~NoGradGuard();
+  NoGradGuard(const NoGradGuard&) = delete;
+  NoGradGuard& operator=(const NoGradGuard&) = delete;
+
+ private:
+  bool previous_;
+};
+
+// Attach a Node to `output` when recording is on and some input requires grad;
+// otherwise return `output` unchanged. `output` must be freshly made by the op.
+Tensor record(const char* name, Tensor output, std::vector<Tensor> inputs,
+              Node::BackwardFn backward);
+
+// ---- Leaves and gradients -------------------------------------------------
+
+// Mark a leaf as trainable (returns it, so `auto w = requires_grad_(randn({3}))`).
+Tensor requires_grad_(Tensor t, bool enabled = true);
+// The accumulated gradient of t (undefined until a backward reaches it).
+Tensor grad(const Tensor& t);
+// Forget t's gradient (the next backward starts from zero).
+void zero_grad(const Tensor& t);
+// Keep the gradient of a non-leaf tensor after backward (like torch's retain_grad).
+void retain_grad(const Tensor& t);
+// Same values, same storage, no history: gradients stop here.
+Tensor detach(const Tensor& t);
+
+// ---- Backward -------------------------------------------------------------
+
+// Backpropagate from `root`. Without grad_output, root must hold one element
+// (a loss) and its gradient is 1. The graph is freed afterwards unless
+// retain_graph is true; going backward through a freed graph throws.
+void backward(const Tensor& root, const Tensor& grad_output = Tensor(), bool retain_graph = false);
+
+// Sum `gradient` down to `shape`, undoing NumPy broadcasting: leading axes
+// that broadcasting added are summed away, and axes where `shape` has size 1
+// are summed with keepdim. The single place where broadcasting is undone.
+Tensor sum_to(const Tensor& gradient, const Shape& shape);
+
+}  // namespace attograd

@@ -1,0 +1,49 @@
+// autograd/op_helpers.hpp — small pieces the op files share (not public API).
+#pragma once
+
+#include <vector>
+
+#include "tensor/kernels.hpp"
+#include "tensor/tensor.hpp"
+
+namespace attograd::detail {
+
+// Strides that let `t` be read as if it had `shape` (which t broadcasts to):
+// axes t lacks or has size 1 get stride 0.
+Strides broadcast_strides(const Tensor& t, const Shape& shape);
+
+// Calls fn(out_row_start, a_offset, b_offset) for every row (last axis) of
+// `shape`, where a and b are read through strides `a_strides`, `b_strides`
+// (storage offsets include each tensor's own offset).
+template <typename Fn>
+void for_each_row(const Shape& shape, const Tensor& a, const Strides& a_strides, const Tensor& b,
+                  const Strides& b_strides, Fn&& fn) {
+  const int64_t ndim = shape.ndim();
+  const int64_t row = ndim == 0 ? 1 : shape[ndim - 1];
+  const int64_t rows = row == 0 ? 0 : shape.numel() / row;
+  std::vector<int64_t> index(ndim > 0 ? ndim - 1 : 0, 0);
+  int64_t a_offset = a.offset();
+  int64_t b_offset = b.offset();
+  for (int64_t r = 0; r < rows; ++r) {
+    fn(r * row, a_offset, b_offset);
+    for (int64_t axis = ndim - 2; axis >= 0; --axis) {
+      if (++index[axis] < shape[axis]) {
+        a_offset += a_strides[axis];
+        b_offset += b_strides[axis];
+        break;
+      }
+      a_offset -= a_strides[axis] * (shape[axis] - 1);
+      b_offset -= b_strides[axis] * (shape[axis] - 1);
+      index[axis] = 0;
+    }
+  }
+}
+
+// a ∘ b with broadcasting, as a new contiguous tensor (no autograd).
+Tensor binary_values(kernels::Binary op, const char* name, const Tensor& a, const Tensor& b);
+
+// Checks that x is defined, naming the op, so an undefined tensor never gets
+// as far as a null dereference.
+void check_defined(const char* op, const Tensor& x);
+
+}  // namespace attograd::detail

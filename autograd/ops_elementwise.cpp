@@ -1,0 +1,154 @@
+// autograd/ops_elementwise.cpp — arithmetic and pointwise functions.
+//
+// Binary ops broadcast like NumPy. Their backward returns gradients in the
+// broadcast (output) shape; the engine's sum_to folds them back to each
+// input's shape, so no op here has to think about broadcasting on the way back.
+#include "autograd/op_helpers.hpp"
+#include "autograd/ops.hpp"
+#include "tensor/factory.hpp"
+
+namespace attograd {
+
+namespace detail {
+
+void check_defined(const char* op, const Tensor& x) {
+  check(x.defined(), "{}: got an undefined tensor (default-constructed Tensor)", op);
+}
+
+Strides broadcast_strides(const Tensor& t, const Shape& shape) {
+  Strides strides(shape.size(), 0);
+  const int64_t lead = shape.ndim() - t.dim();
+  for (int64_t axis = lead; axis < shape.ndim(); ++axis) {
+    if (t.shape()[axis - lead] != 1) strides[axis] = t.strides()[axis - lead];
+  }
+  return strides;
+}
+
+Tensor binary_values(kernels::Binary op, const char* name, const Tensor& a_in, const Tensor& b_in) {
+  check_defined(name, a_in);
+  check_defined(name, b_in);
+  const Shape shape = broadcast_shapes(name, a_in.shape(), b_in.shape());
+  Tensor out = Tensor::empty(shape);
+  if (out.numel() == 0) return out;
+  if (a_in.shape() == shape && b_in.shape() == shape && a_in.is_contiguous() &&
+      b_in.is_contiguous()) {
+    kernels::binary_forward(op, out.data(), a_in.data(), 1, b_in.data(), 1, out.numel());
+    return out;
+  }
+  // Row by row along the last axis; the kernel wants each operand's step
+  // along a row to be 1 (contiguous) or 0 (broadcast), so copy any other view.
+  auto row_ready = [&](const Tensor& t) {
+    const Strides s = broadcast_strides(t, shape);
+    const int64_t step = s.empty() ? 0 : s.back();
+    return step == 0 || step == 1 ? t : t.contiguous_data();
+  };
+  const Tensor a = row_ready(a_in);
+  const Tensor b = row_ready(b_in);
+  const Strides a_strides = broadcast_strides(a, shape);
+  const Strides b_strides = broadcast_strides(b, shape);
+  const int64_t row = shape.ndim() == 0 ? 1 : shape.back();
+  const int64_t a_step = a_strides.empty() ? 0 : a_strides.back();
+  const int64_t b_step = b_strides.empty() ? 0 : b_strides.back();
+  const real* a_base = a.storage()->data();
+  const real* b_base = b.storage()->data();
+  detail::for_each_row(shape, a, a_strides, b, b_strides,
+                       [&](int64_t out_start, int64_t a_offset, int64_t b_offset) {
+                         kernels::binary_forward(op, out.data() + out_start, a_base + a_offset,
+                                                 a_step, b_base + b_offset, b_step, row);
+                       });
+  return out;
+}
+
+}  // namespace detail
+
+using kernels::Binary;
+using kernels::Unary;
+
+// y = a + b          da = dy,  db = dy
+Tensor add(const Tensor& a, const Tensor& b) {
+  Tensor y = detail::binary_values(Binary::add, "add", a, b);
+  return record("add", y, {a, b}, [](const Tensor& dy) { return std::vector<Tensor>{dy, dy}; });
+}
+
+// y = a − b          da = dy,  db = −dy
+Tensor sub(const Tensor& a, const Tensor& b) {
+  Tensor y = detail::binary_values(Binary::sub, "sub", a, b);
+  return record("sub", y, {a, b}, [](const Tensor& dy) { return std::vector<Tensor>{dy, neg(dy)}; });
+}
+
+// y = a ⊙ b          da = dy ⊙ b,  db = dy ⊙ a
+Tensor mul(const Tensor& a, const Tensor& b) {
+  Tensor y = detail::binary_values(Binary::mul, "mul", a, b);
+  return record("mul", y, {a, b}, [a, b](const Tensor& dy) {
+    return std::vector<Tensor>{a.requires_grad() ? mul(dy, b) : Tensor(),
+                               b.requires_grad() ? mul(dy, a) : Tensor()};
+  });
+}
+
+// y = a ⊘ b          da = dy ⊘ b,  db = −dy ⊙ a ⊘ b² = −dy ⊙ y ⊘ b
+Tensor div(const Tensor& a, const Tensor& b) {
+  Tensor y = detail::binary_values(Binary::div, "div", a, b);
+  return record("div", y, {a, b}, [a, b, y = detach(y)](const Tensor& dy) {
+    return std::vector<Tensor>{a.requires_grad() ? div(dy, b) : Tensor(),
+                               b.requires_grad() ? neg(div(mul(dy, y), b)) : Tensor()};
+  });
+}
+
+namespace {
+
+// y = f(x) elementwise; backward dx = dy · f'(x) by the fused kernel, which
+// reads x or y as the derivative needs (e.g. tanh' = 1 − y²).
+Tensor unary(Unary op, const char* name, const Tensor& x_in) {
+  detail::check_defined(name, x_in);
+  const Tensor x = x_in.contiguous_data();
+  Tensor y = Tensor::empty(x.shape());
+  kernels::unary_forward(op, y.data(), x.data(), x.numel());
+  return record(name, y, {x_in}, [op, x, y = detach(y)](const Tensor& dy_in) {
+    const Tensor dy = dy_in.contiguous_data();
+    Tensor dx = Tensor::empty(x.shape());
+    kernels::unary_backward(op, dx.data(), dy.data(), x.data(), y.data(), x.numel());
+    return std::vector<Tensor>{dx};
+  });
+}
+
+}  // namespace
+
+Tensor neg(const Tensor& x) { return unary(Unary::neg, "neg", x); }          // dx = −dy
+Tensor exp(const Tensor& x) { return unary(Unary::exp, "exp", x); }          // dx = dy ⊙ y
+Tensor log(const Tensor& x) { return unary(Unary::log, "log", x); }          // dx = dy ⊘ x
+Tensor sqrt(const Tensor& x) { return unary(Unary::sqrt, "sqrt", x); }       // dx = dy ⊘ 2y
+Tensor sin(const Tensor& x) { return unary(Unary::sin, "sin", x); }          // dx = dy ⊙ cos x
+Tensor cos(const Tensor& x) { return unary(Unary::cos, "cos", x); }          // dx = −dy ⊙ sin x
+Tensor tanh(const Tensor& x) { return unary(Unary::tanh, "tanh", x); }       // dx = dy ⊙ (1 − y²)
+Tensor sigmoid(const Tensor& x) { return unary(Unary::sigmoid, "sigmoid", x); }  // dy ⊙ y(1 − y)
+Tensor relu(const Tensor& x) { return unary(Unary::relu, "relu", x); }  // dy where x > 0, else 0
+
+// y = x^p            dx = dy ⊙ p · x^(p−1)
+Tensor pow(const Tensor& x_in, real exponent) {
+  detail::check_defined("pow", x_in);
+  const Tensor x = x_in.contiguous_data();
+  Tensor y = Tensor::empty(x.shape());
+  kernels::pow_forward(y.data(), x.data(), exponent, x.numel());
+  return record("pow", y, {x_in}, [x, exponent](const Tensor& dy_in) {
+    const Tensor dy = dy_in.contiguous_data();
+    Tensor dx = Tensor::empty(x.shape());
+    kernels::pow_backward(dx.data(), dy.data(), x.data(), exponent, x.numel());
+    return std::vector<Tensor>{dx};
+  });
+}
+
+Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
+Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
+Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
+Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
+Tensor operator-(const Tensor& x) { return neg(x); }
+Tensor operator+(const Tensor& a, real b) { return add(a, scalar(b)); }
+Tensor operator+(real a, const Tensor& b) { return add(scalar(a), b); }
+Tensor operator-(const Tensor& a, real b) { return sub(a, scalar(b)); }
+Tensor operator-(real a, const Tensor& b) { return sub(scalar(a), b); }
+Tensor operator*(const Tensor& a, real b) { return mul(a, scalar(b)); }
+Tensor operator*(real a, const Tensor& b) { return mul(scalar(a), b); }
+Tensor operator/(const Tensor& a, real b) { return div(a, scalar(b)); }
+Tensor operator/(real a, const Tensor& b) { return div(scalar(a), b); }
+
+}  // namespace attograd

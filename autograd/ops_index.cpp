@@ -1,0 +1,152 @@
+// autograd/ops_index.cpp — picking entries by index or by mask.
+//
+// The backward of a pick is a scatter: each picked entry's gradient is added
+// back where it came from. Adding (not writing) makes a repeated index — the
+// same word twice in a sentence — receive both gradients.
+#include "autograd/op_helpers.hpp"
+#include "autograd/ops.hpp"
+#include "tensor/factory.hpp"
+
+namespace attograd {
+
+namespace {
+
+struct AxisSplit {
+  int64_t outer = 1, n = 1, inner = 1;
+};
+
+AxisSplit split_at(const Shape& shape, int64_t axis) {
+  AxisSplit split;
+  for (int64_t i = 0; i < axis; ++i) split.outer *= shape[i];
+  split.n = shape[axis];
+  for (int64_t i = axis + 1; i < shape.ndim(); ++i) split.inner *= shape[i];
+  return split;
+}
+
+// Row-major offsets into a tensor of `shape` of the entries where `mask`
+// (broadcast to `shape`) is non-zero.
+std::vector<int64_t> mask_positions(const char* op, const Tensor& mask, const Shape& shape) {
+  detail::check_defined(op, mask);
+  check(broadcast_shapes(op, mask.shape(), shape) == shape,
+        "{}: mask of shape {} does not broadcast to the tensor's shape {}", op, mask.shape(),
+        shape);
+  std::vector<int64_t> positions;
+  const real* base = mask.storage()->data();
+  for_each_offset(shape, detail::broadcast_strides(mask, shape), mask.offset(),
+                  [&](int64_t i, int64_t position) {
+                    if (base[position] != 0) positions.push_back(i);
+                  });
+  return positions;
+}
+
+}  // namespace
+
+// y = x with slices along `axis` picked by `indices`; y.shape[axis] = #indices
+// dx[…, indices[i], …] += dy[…, i, …]
+Tensor index_select(const Tensor& x, int64_t axis_in, const std::vector<int64_t>& indices) {
+  detail::check_defined("index_select", x);
+  const int64_t axis = normalize_axis("index_select", axis_in, x.dim());
+  const AxisSplit split = split_at(x.shape(), axis);
+  for (int64_t index : indices) {
+    check(0 <= index && index < split.n,
+          "index_select: index {} out of range for axis {} of shape {} (valid: 0..{})", index,
+          axis, x.shape(), split.n - 1);
+  }
+  const Tensor values = x.contiguous_data();
+  const auto count = static_cast<int64_t>(indices.size());
+  Shape shape = x.shape();
+  shape[axis] = count;
+  Tensor y = Tensor::empty(shape);
+  for (int64_t o = 0; o < split.outer; ++o) {
+    for (int64_t i = 0; i < count; ++i) {
+      std::copy_n(values.data() + (o * split.n + indices[i]) * split.inner, split.inner,
+                  y.data() + (o * count + i) * split.inner);
+    }
+  }
+  return record("index_select", y, {x}, [split, count, indices, x_shape = x.shape()](const Tensor& dy_in) {
+    const Tensor dy = dy_in.contiguous_data();
+    Tensor dx = zeros(x_shape);
+    for (int64_t o = 0; o < split.outer; ++o) {
+      for (int64_t i = 0; i < count; ++i) {
+        kernels::accumulate(dx.data() + (o * split.n + indices[i]) * split.inner,
+                            dy.data() + (o * count + i) * split.inner, split.inner);
+      }
+    }
+    return std::vector<Tensor>{dx};
+  });
+}
+
+// y[p] = x[p with its `axis` coordinate replaced by index[p]]  (torch.gather)
+// dx[that position] += dy[p]
+Tensor gather(const Tensor& x, int64_t axis_in, const std::vector<int64_t>& index,
+              const Shape& index_shape) {
+  detail::check_defined("gather", x);
+  const int64_t axis = normalize_axis("gather", axis_in, x.dim());
+  check(index_shape.ndim() == x.dim(),
+        "gather: index shape {} must have as many dims as the input {}", index_shape, x.shape());
+  check(static_cast<int64_t>(index.size()) == index_shape.numel(),
+        "gather: {} index values for index shape {}", index.size(), index_shape);
+  for (int64_t d = 0; d < x.dim(); ++d) {
+    check(d == axis || index_shape[d] <= x.shape()[d],
+          "gather: index shape {} is larger than input {} at axis {}", index_shape, x.shape(), d);
+  }
+  // Storage offsets (into a contiguous x) of every gathered entry.
+  const Strides x_strides = contiguous_strides(x.shape());
+  auto sources = std::make_shared<std::vector<int64_t>>(index.size());
+  std::vector<int64_t> coordinate(x.dim(), 0);
+  for (size_t p = 0; p < index.size(); ++p) {
+    check(0 <= index[p] && index[p] < x.shape()[axis],
+          "gather: index {} out of range for axis {} of shape {}", index[p], axis, x.shape());
+    int64_t offset = 0;
+    for (int64_t d = 0; d < x.dim(); ++d) {
+      offset += (d == axis ? index[p] : coordinate[d]) * x_strides[d];
+    }
+    (*sources)[p] = offset;
+    for (int64_t d = x.dim() - 1; d >= 0; --d) {  // next coordinate in index_shape
+      if (++coordinate[d] < index_shape[d]) break;
+      coordinate[d] = 0;
+    }
+  }
+  const Tensor values = x.contiguous_data();
+  Tensor y = Tensor::empty(index_shape);
+  for (size_t p = 0; p < sources->size(); ++p) y.data()[p] = values.data()[(*sources)[p]];
+  return record("gather", y, {x}, [sources, x_shape = x.shape()](const Tensor& dy_in) {
+    const Tensor dy = dy_in.contiguous_data();
+    Tensor dx = zeros(x_shape);
+    for (size_t p = 0; p < sources->size(); ++p) dx.data()[(*sources)[p]] += dy.data()[p];
+    return std::vector<Tensor>{dx};
+  });
+}
+
+// y = value where mask ≠ 0, else x        dx = dy where mask = 0, else 0
+Tensor masked_fill(const Tensor& x, const Tensor& mask, real value) {
+  detail::check_defined("masked_fill", x);
+  const std::vector<int64_t> positions = mask_positions("masked_fill", mask, x.shape());
+  Tensor y = x.clone_data();
+  Tensor keep = ones(x.shape());
+  for (int64_t p : positions) {
+    y.data()[p] = value;
+    keep.data()[p] = 0;
+  }
+  return record("masked_fill", y, {x}, [keep](const Tensor& dy) {
+    return std::vector<Tensor>{mul(dy, keep)};
+  });
+}
+
+// y = the entries of x where mask ≠ 0, as 1-D     dx = zeros with dy put back
+Tensor masked_select(const Tensor& x, const Tensor& mask) {
+  detail::check_defined("masked_select", x);
+  auto positions = std::make_shared<std::vector<int64_t>>(
+      mask_positions("masked_select", mask, x.shape()));
+  const Tensor values = x.contiguous_data();
+  Tensor y = Tensor::empty({static_cast<int64_t>(positions->size())});
+  for (size_t i = 0; i < positions->size(); ++i) y.data()[i] = values.data()[(*positions)[i]];
+  return record("masked_select", y, {x}, [positions, x_shape = x.shape()](const Tensor& dy_in) {
+    const Tensor dy = dy_in.contiguous_data();
+    Tensor dx = zeros(x_shape);
+    for (size_t i = 0; i < positions->size(); ++i) dx.data()[(*positions)[i]] = dy.data()[i];
+    return std::vector<Tensor>{dx};
+  });
+}
+
+}  // namespace attograd

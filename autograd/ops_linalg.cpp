@@ -1,0 +1,92 @@
+// autograd/ops_linalg.cpp — matrix products.
+//
+// The kernel reads either operand as stored or transposed, so a transposed
+// view (Linear's Wᵀ, the backward's aᵀ and bᵀ) is multiplied without a copy.
+#include "autograd/op_helpers.hpp"
+#include "autograd/ops.hpp"
+
+namespace attograd {
+
+namespace {
+
+struct MatrixOperand {
+  Tensor holder;  // keeps a copy alive when one was needed
+  const real* data;
+  kernels::Layout layout;
+};
+
+// How to hand the matrix at `position` in t's storage, with sizes (rows, cols)
+// and strides (row_stride, col_stride), to the kernel.
+MatrixOperand as_operand(const Tensor& t, int64_t position, int64_t rows, int64_t cols,
+                         int64_t row_stride, int64_t col_stride) {
+  const real* base = t.storage()->data() + position;
+  if ((col_stride == 1 || cols == 1) && (row_stride == cols || rows == 1)) {
+    return {t, base, kernels::Layout::normal};
+  }
+  if ((row_stride == 1 || rows == 1) && (col_stride == rows || cols == 1)) {
+    return {t, base, kernels::Layout::transposed};
+  }
+  Tensor copy = t.as_strided({rows, cols}, {row_stride, col_stride}, position).clone_data();
+  return {copy, copy.data(), kernels::Layout::normal};
+}
+
+// (B,M,K) @ (B,K,N) → (B,M,N) values, for 3-D a and b (B = 1 for matmul).
+Tensor batched_product(const Tensor& a, const Tensor& b) {
+  const int64_t batches = a.shape()[0], M = a.shape()[1], K = a.shape()[2], N = b.shape()[2];
+  Tensor out = Tensor::empty({batches, M, N});
+  for (int64_t i = 0; i < batches; ++i) {
+    const MatrixOperand left = as_operand(a, a.offset() + i * a.strides()[0], M, K,
+                                          a.strides()[1], a.strides()[2]);
+    const MatrixOperand right = as_operand(b, b.offset() + i * b.strides()[0], K, N,
+                                           b.strides()[1], b.strides()[2]);
+    kernels::matmul_forward(out.data() + i * M * N, left.data, left.layout, right.data,
+                            right.layout, M, K, N);
+  }
+  return out;
+}
+
+}  // namespace
+
+// y = a @ b              a: (M,K)  b: (K,N)  y: (M,N)
+// da = dy @ bᵀ           (M,N) @ (N,K) → (M,K)
+// db = aᵀ @ dy           (K,M) @ (M,N) → (K,N)
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  detail::check_defined("matmul", a);
+  detail::check_defined("matmul", b);
+  check(a.dim() == 2 && b.dim() == 2,
+        "matmul: {} @ {}: both operands must be 2-D matrices (use bmm for batches of them)",
+        a.shape(), b.shape());
+  check(a.shape()[1] == b.shape()[0],
+        "matmul: {} @ {}: inner sizes {} and {} differ (the columns of the left operand must "
+        "equal the rows of the right one)",
+        a.shape(), b.shape(), a.shape()[1], b.shape()[0]);
+  const Tensor y3 = batched_product(unsqueeze(detach(a), 0), unsqueeze(detach(b), 0));
+  Tensor y = y3.as_strided({a.shape()[0], b.shape()[1]}, contiguous_strides({a.shape()[0], b.shape()[1]}), 0);
+  return record("matmul", y, {a, b}, [a = detach(a), b = detach(b), need_a = a.requires_grad(),
+                                      need_b = b.requires_grad()](const Tensor& dy) {
+    return std::vector<Tensor>{need_a ? matmul(dy, transpose(b, 0, 1)) : Tensor(),
+                               need_b ? matmul(transpose(a, 0, 1), dy) : Tensor()};
+  });
+}
+
+// y = a @ b per batch     a: (B,M,K)  b: (B,K,N)  y: (B,M,N)
+// da = dy @ bᵀ,  db = aᵀ @ dy, batch by batch
+Tensor bmm(const Tensor& a, const Tensor& b) {
+  detail::check_defined("bmm", a);
+  detail::check_defined("bmm", b);
+  check(a.dim() == 3 && b.dim() == 3,
+        "bmm: {} @ {}: both operands must be 3-D (batch, rows, cols); use matmul for 2-D",
+        a.shape(), b.shape());
+  check(a.shape()[0] == b.shape()[0], "bmm: {} @ {}: batch sizes {} and {} differ", a.shape(),
+        b.shape(), a.shape()[0], b.shape()[0]);
+  check(a.shape()[2] == b.shape()[1], "bmm: {} @ {}: inner sizes {} and {} differ", a.shape(),
+        b.shape(), a.shape()[2], b.shape()[1]);
+  Tensor y = batched_product(a, b);
+  return record("bmm", y, {a, b}, [a = detach(a), b = detach(b), need_a = a.requires_grad(),
+                                   need_b = b.requires_grad()](const Tensor& dy) {
+    return std::vector<Tensor>{need_a ? bmm(dy, transpose(b, 1, 2)) : Tensor(),
+                               need_b ? bmm(transpose(a, 1, 2), dy) : Tensor()};
+  });
+}
+
+}  // namespace attograd

@@ -1,0 +1,143 @@
+// autograd/ops_reduce.cpp — sum, mean, max along axes.
+//
+// A reduction along one axis views the contiguous input as (outer, n, inner):
+// everything before the axis, the axis, everything after it.
+#include <algorithm>
+
+#include "autograd/op_helpers.hpp"
+#include "autograd/ops.hpp"
+#include "tensor/factory.hpp"
+
+namespace attograd {
+
+namespace {
+
+struct AxisSplit {
+  int64_t outer = 1, n = 1, inner = 1;
+};
+
+AxisSplit split_at(const Shape& shape, int64_t axis) {
+  AxisSplit split;
+  for (int64_t i = 0; i < axis; ++i) split.outer *= shape[i];
+  split.n = shape[axis];
+  for (int64_t i = axis + 1; i < shape.ndim(); ++i) split.inner *= shape[i];
+  return split;
+}
+
+// Sorted, de-duplicated, non-negative axes.
+std::vector<int64_t> normalize_axes(const char* op, const std::vector<int64_t>& axes,
+                                    int64_t ndim) {
+  std::vector<int64_t> result;
+  for (int64_t axis : axes) result.push_back(normalize_axis(op, axis, ndim));
+  std::sort(result.begin(), result.end());
+  check(std::adjacent_find(result.begin(), result.end()) == result.end(),
+        "{}: axis listed twice in the axes to reduce", op);
+  return result;
+}
+
+Shape drop_axes(const Shape& keep_shape, const std::vector<int64_t>& axes) {
+  Shape shape;
+  for (int64_t i = 0; i < keep_shape.ndim(); ++i) {
+    if (!std::binary_search(axes.begin(), axes.end(), i)) shape.push_back(keep_shape[i]);
+  }
+  return shape;
+}
+
+// The same contiguous values under another shape of equal size (no copy).
+Tensor with_shape(const Tensor& contiguous_values, const Shape& shape) {
+  return contiguous_values.as_strided(shape, contiguous_strides(shape), contiguous_values.offset());
+}
+
+}  // namespace
+
+// y = Σ over `axes` of x     dx = dy broadcast back over the summed axes
+Tensor sum(const Tensor& x, const std::vector<int64_t>& axes_in, bool keepdim) {
+  detail::check_defined("sum", x);
+  const std::vector<int64_t> axes = normalize_axes("sum", axes_in, x.dim());
+  Tensor values = x.contiguous_data();
+  for (int64_t axis : axes) {  // one axis at a time, keeping dims so axis numbers stay valid
+    const AxisSplit split = split_at(values.shape(), axis);
+    Shape reduced = values.shape();
+    reduced[axis] = 1;
+    Tensor out = Tensor::empty(reduced);
+    kernels::sum_axis_forward(out.data(), values.data(), split.outer, split.n, split.inner);
+    values = out;
+  }
+  const Shape keep_shape = values.shape();
+  if (!keepdim) values = with_shape(values, drop_axes(keep_shape, axes));
+  return record("sum", values, {x}, [keep_shape, x_shape = x.shape()](const Tensor& dy) {
+    return std::vector<Tensor>{expand(reshape(dy, keep_shape), x_shape)};
+  });
+}
+
+Tensor sum(const Tensor& x) {
+  detail::check_defined("sum", x);
+  std::vector<int64_t> all(x.dim());
+  for (int64_t i = 0; i < x.dim(); ++i) all[i] = i;
+  return sum(x, all, /*keepdim=*/false);
+}
+
+// mean = sum / count: a one-liner over primitives, so its gradient is theirs.
+Tensor mean(const Tensor& x, const std::vector<int64_t>& axes, bool keepdim) {
+  detail::check_defined("mean", x);
+  int64_t count = 1;
+  for (int64_t axis : normalize_axes("mean", axes, x.dim())) count *= x.shape()[axis];
+  check(count > 0, "mean: cannot average over an empty axis of shape {}", x.shape());
+  return sum(x, axes, keepdim) * (real(1) / static_cast<real>(count));
+}
+
+Tensor mean(const Tensor& x) {
+  detail::check_defined("mean", x);
+  check(x.numel() > 0, "mean: cannot average an empty tensor of shape {}", x.shape());
+  return sum(x) * (real(1) / static_cast<real>(x.numel()));
+}
+
+// y = max of x along `axis`   dx = dy at the first position that attains the
+// maximum, 0 elsewhere (a subgradient at ties; gradcheck keeps entries apart).
+Tensor max(const Tensor& x, int64_t axis_in, bool keepdim) {
+  detail::check_defined("max", x);
+  const int64_t axis = normalize_axis("max", axis_in, x.dim());
+  check(x.shape()[axis] > 0, "max: axis {} of shape {} is empty; a maximum needs an element",
+        axis, x.shape());
+  const Tensor values = x.contiguous_data();
+  const AxisSplit split = split_at(x.shape(), axis);
+  Shape keep_shape = x.shape();
+  keep_shape[axis] = 1;
+  Tensor out = Tensor::empty(keep_shape);
+  auto argmax = std::make_shared<std::vector<int64_t>>(split.outer * split.inner);
+  kernels::max_axis_forward(out.data(), argmax->data(), values.data(), split.outer, split.n,
+                            split.inner);
+  if (!keepdim) out = with_shape(out, drop_axes(keep_shape, {axis}));
+  return record("max", out, {x}, [split, argmax, keep_shape, x_shape = x.shape()](const Tensor& dy_in) {
+    const Tensor dy = reshape(dy_in, keep_shape).contiguous_data();
+    Tensor dx = zeros(x_shape);
+    for (int64_t o = 0; o < split.outer; ++o) {
+      for (int64_t j = 0; j < split.inner; ++j) {
+        const int64_t k = (*argmax)[o * split.inner + j];
+        dx.data()[(o * split.n + k) * split.inner + j] = dy.data()[o * split.inner + j];
+      }
+    }
+    return std::vector<Tensor>{dx};
+  });
+}
+
+Tensor max(const Tensor& x) {
+  detail::check_defined("max", x);
+  check(x.numel() > 0, "max: tensor of shape {} is empty; a maximum needs an element", x.shape());
+  return max(reshape(x, {x.numel()}), 0, /*keepdim=*/false);
+}
+
+std::vector<int64_t> argmax(const Tensor& x, int64_t axis_in) {
+  detail::check_defined("argmax", x);
+  const int64_t axis = normalize_axis("argmax", axis_in, x.dim());
+  check(x.shape()[axis] > 0, "argmax: axis {} of shape {} is empty", axis, x.shape());
+  const Tensor values = x.contiguous_data();
+  const AxisSplit split = split_at(x.shape(), axis);
+  std::vector<real> best(split.outer * split.inner);
+  std::vector<int64_t> index(split.outer * split.inner);
+  kernels::max_axis_forward(best.data(), index.data(), values.data(), split.outer, split.n,
+                            split.inner);
+  return index;
+}
+
+}  // namespace attograd

@@ -1,0 +1,409 @@
+// tensor/kernels_simd.cpp — the xsimd versions of the kernels in kernels.hpp.
+//
+// Each loop works on W lanes at a time (W = 16 floats with AVX-512, 8 with
+// AVX2, …, fixed when the library is compiled) and finishes the last n % W
+// elements by running the same batch code on a zero-padded copy, so the
+// tail needs no second scalar implementation. kernels_scalar.cpp is the
+// specification these are tested against.
+#include <xsimd/xsimd.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "tensor/kernels.hpp"
+
+namespace attograd::kernels {
+
+#if ATTOGRAD_USE_SIMD
+
+namespace {
+
+using Batch = xsimd::batch<real>;
+constexpr int64_t W = static_cast<int64_t>(Batch::size);
+
+Batch load(const real* p) { return Batch::load_unaligned(p); }
+
+// Loads the `count` (< W) values at p into a batch padded with `pad`.
+Batch load_partial(const real* p, int64_t count, real pad) {
+  alignas(64) std::array<real, W> buffer;
+  buffer.fill(pad);
+  std::copy_n(p, count, buffer.begin());
+  return Batch::load_aligned(buffer.data());
+}
+
+void store_partial(real* p, Batch value, int64_t count) {
+  alignas(64) std::array<real, W> buffer;
+  value.store_aligned(buffer.data());
+  std::copy_n(buffer.begin(), count, p);
+}
+
+// out[i] = f(a[i], b[i], c[i]) over n elements; absent inputs are nullptr.
+// Tail lanes are padded with 1 so that log/division stay finite in lanes
+// that are thrown away.
+template <typename F>
+void map(real* out, int64_t n, F&& f, const real* a, const real* b = nullptr,
+         const real* c = nullptr) {
+  auto at = [](const real* p, int64_t i) { return p ? load(p + i) : Batch(real(0)); };
+  int64_t i = 0;
+  for (; i + W <= n; i += W) f(at(a, i), at(b, i), at(c, i)).store_unaligned(out + i);
+  if (i < n) {
+    const int64_t rest = n - i;
+    auto partial = [&](const real* p) { return p ? load_partial(p + i, rest, 1) : Batch(real(0)); };
+    store_partial(out + i, f(partial(a), partial(b), partial(c)), rest);
+  }
+}
+
+Batch sigmoid(Batch x) { return Batch(real(1)) / (Batch(real(1)) + xsimd::exp(-x)); }
+
+// Σ x[i] for i < n with four independent accumulators (to hide FMA latency).
+real sum(const real* x, int64_t n) {
+  Batch acc0(real(0)), acc1(real(0)), acc2(real(0)), acc3(real(0));
+  int64_t i = 0;
+  for (; i + 4 * W <= n; i += 4 * W) {
+    acc0 += load(x + i);
+    acc1 += load(x + i + W);
+    acc2 += load(x + i + 2 * W);
+    acc3 += load(x + i + 3 * W);
+  }
+  for (; i + W <= n; i += W) acc0 += load(x + i);
+  if (i < n) acc1 += load_partial(x + i, n - i, 0);
+  return xsimd::hadd((acc0 + acc1) + (acc2 + acc3));
+}
+
+// max of x[i] for i < n (−∞ for n = 0).
+real maximum(const real* x, int64_t n) {
+  const real lowest = -std::numeric_limits<real>::infinity();
+  Batch best(lowest);
+  int64_t i = 0;
+  for (; i + W <= n; i += W) best = xsimd::max(best, load(x + i));
+  if (i < n) best = xsimd::max(best, load_partial(x + i, n - i, lowest));
+  alignas(64) std::array<real, W> lanes;
+  best.store_aligned(lanes.data());
+  return *std::max_element(lanes.begin(), lanes.end());
+}
+
+// Σ a[i] · b[i] for i < n.
+real dot(const real* a, const real* b, int64_t n) {
+  Batch acc0(real(0)), acc1(real(0));
+  int64_t i = 0;
+  for (; i + 2 * W <= n; i += 2 * W) {
+    acc0 = xsimd::fma(load(a + i), load(b + i), acc0);
+    acc1 = xsimd::fma(load(a + i + W), load(b + i + W), acc1);
+  }
+  for (; i + W <= n; i += W) acc0 = xsimd::fma(load(a + i), load(b + i), acc0);
+  if (i < n) acc1 = xsimd::fma(load_partial(a + i, n - i, 0), load_partial(b + i, n - i, 0), acc1);
+  return xsimd::hadd(acc0 + acc1);
+}
+
+}  // namespace
+
+const char* simd_description() {
+  static const std::string text = fmt::format("{} x{} {}", xsimd::default_arch::name(), W,
+                                              sizeof(real) == 4 ? "float" : "double");
+  return text.c_str();
+}
+
+void unary_forward(Unary op, real* out, const real* x, int64_t n) {
+  auto apply = [&](auto f) { map(out, n, [&](Batch v, Batch, Batch) { return f(v); }, x); };
+  switch (op) {
+    case Unary::neg: apply([](Batch v) { return -v; }); break;
+    case Unary::exp: apply([](Batch v) { return xsimd::exp(v); }); break;
+    case Unary::log: apply([](Batch v) { return xsimd::log(v); }); break;
+    case Unary::sqrt: apply([](Batch v) { return xsimd::sqrt(v); }); break;
+    case Unary::sin: apply([](Batch v) { return xsimd::sin(v); }); break;
+    case Unary::cos: apply([](Batch v) { return xsimd::cos(v); }); break;
+    case Unary::tanh: apply([](Batch v) { return xsimd::tanh(v); }); break;
+    case Unary::sigmoid: apply([](Batch v) { return sigmoid(v); }); break;
+    case Unary::relu: apply([](Batch v) { return xsimd::max(v, Batch(real(0))); }); break;
+  }
+}
+
+void unary_backward(Unary op, real* dx, const real* dy, const real* x, const real* y, int64_t n) {
+  const Batch one(real(1));
+  switch (op) {
+    case Unary::neg: map(dx, n, [](Batch g, Batch, Batch) { return -g; }, dy); break;
+    case Unary::exp: map(dx, n, [](Batch g, Batch out, Batch) { return g * out; }, dy, y); break;
+    case Unary::log: map(dx, n, [](Batch g, Batch in, Batch) { return g / in; }, dy, x); break;
+    case Unary::sqrt:
+      map(dx, n, [](Batch g, Batch out, Batch) { return g * Batch(real(0.5)) / out; }, dy, y);
+      break;
+    case Unary::sin:
+      map(dx, n, [](Batch g, Batch in, Batch) { return g * xsimd::cos(in); }, dy, x);
+      break;
+    case Unary::cos:
+      map(dx, n, [](Batch g, Batch in, Batch) { return -g * xsimd::sin(in); }, dy, x);
+      break;
+    case Unary::tanh:
+      map(dx, n, [&](Batch g, Batch out, Batch) { return g * (one - out * out); }, dy, y);
+      break;
+    case Unary::sigmoid:
+      map(dx, n, [&](Batch g, Batch out, Batch) { return g * out * (one - out); }, dy, y);
+      break;
+    case Unary::relu:
+      map(dx, n,
+          [](Batch g, Batch in, Batch) { return xsimd::select(in > Batch(real(0)), g, Batch(real(0))); },
+          dy, x);
+      break;
+  }
+}
+
+void pow_forward(real* out, const real* x, real p, int64_t n) {
+  map(out, n, [p](Batch v, Batch, Batch) { return xsimd::pow(v, Batch(p)); }, x);
+}
+
+void pow_backward(real* dx, const real* dy, const real* x, real p, int64_t n) {
+  map(dx, n,
+      [p](Batch g, Batch v, Batch) { return g * Batch(p) * xsimd::pow(v, Batch(p - 1)); }, dy, x);
+}
+
+void binary_forward(Binary op, real* out, const real* a, int64_t a_step, const real* b,
+                    int64_t b_step, int64_t n) {
+  // A step of 0 means "one value for every i": broadcast it into a batch.
+  auto run = [&](auto f) {
+    if (a_step == 1 && b_step == 1) {
+      map(out, n, [&](Batch x, Batch y, Batch) { return f(x, y); }, a, b);
+    } else if (a_step == 1) {
+      const Batch y(*b);
+      map(out, n, [&](Batch x, Batch, Batch) { return f(x, y); }, a);
+    } else if (b_step == 1) {
+      const Batch x(*a);
+      map(out, n, [&](Batch y, Batch, Batch) { return f(x, y); }, b);
+    } else {
+      scalar::binary_forward(op, out, a, a_step, b, b_step, n);
+    }
+  };
+  switch (op) {
+    case Binary::add: run([](Batch x, Batch y) { return x + y; }); break;
+    case Binary::sub: run([](Batch x, Batch y) { return x - y; }); break;
+    case Binary::mul: run([](Batch x, Batch y) { return x * y; }); break;
+    case Binary::div: run([](Batch x, Batch y) { return x / y; }); break;
+  }
+}
+
+void accumulate(real* out, const real* x, int64_t n) {
+  map(out, n, [](Batch o, Batch v, Batch) { return o + v; }, out, x);
+}
+
+void sum_axis_forward(real* out, const real* x, int64_t outer, int64_t n, int64_t inner) {
+  for (int64_t o = 0; o < outer; ++o) {
+    const real* block = x + o * n * inner;
+    if (inner == 1) {
+      out[o] = sum(block, n);
+      continue;
+    }
+    // Sum whole rows of `inner` values: out row += each of the n rows.
+    real* row = out + o * inner;
+    std::fill_n(row, inner, real(0));
+    for (int64_t k = 0; k < n; ++k) accumulate(row, block + k * inner, inner);
+  }
+}
+
+void max_axis_forward(real* out, int64_t* argmax, const real* x, int64_t outer, int64_t n,
+                      int64_t inner) {
+  if (inner != 1) {
+    // Strided maxima: the scalar loop already walks memory in order per column.
+    scalar::max_axis_forward(out, argmax, x, outer, n, inner);
+    return;
+  }
+  for (int64_t o = 0; o < outer; ++o) {
+    const real* row = x + o * n;
+    const real best = maximum(row, n);
+    // The first index equal to the maximum (0 when the row is all NaN or empty).
+    int64_t index = 0;
+    while (index < n && !(row[index] == best)) ++index;
+    out[o] = best;
+    argmax[o] = index < n ? index : 0;
+  }
+}
+
+void softmax_forward(real* out, const real* x, int64_t rows, int64_t cols) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const real* in = x + r * cols;
+    real* y = out + r * cols;
+    const Batch largest(maximum(in, cols));
+    map(y, cols, [&](Batch v, Batch, Batch) { return xsimd::exp(v - largest); }, in);
+    const Batch inverse(real(1) / sum(y, cols));
+    map(y, cols, [&](Batch v, Batch, Batch) { return v * inverse; }, y);
+  }
+}
+
+void softmax_backward(real* dx, const real* y, const real* dy, int64_t rows, int64_t cols) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t start = r * cols;
+    const Batch inner(dot(dy + start, y + start, cols));
+    map(dx + start, cols, [&](Batch out, Batch g, Batch) { return out * (g - inner); }, y + start,
+        dy + start);
+  }
+}
+
+void log_softmax_forward(real* out, const real* x, int64_t rows, int64_t cols) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const real* in = x + r * cols;
+    real* y = out + r * cols;
+    const real largest = maximum(in, cols);
+    // y holds exp(x − max) for a moment, to sum it without a buffer.
+    map(y, cols, [&](Batch v, Batch, Batch) { return xsimd::exp(v - Batch(largest)); }, in);
+    const Batch log_total(largest + std::log(sum(y, cols)));
+    map(y, cols, [&](Batch v, Batch, Batch) { return v - log_total; }, in);
+  }
+}
+
+void log_softmax_backward(real* dx, const real* y, const real* dy, int64_t rows, int64_t cols) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t start = r * cols;
+    const Batch total(sum(dy + start, cols));
+    map(dx + start, cols, [&](Batch g, Batch out, Batch) { return g - xsimd::exp(out) * total; },
+        dy + start, y + start);
+  }
+}
+
+namespace {
+
+// c (MR rows × NV·W columns, row stride ldc) = a-rows (MR × K, row stride lda)
+// @ b-strip (K × NV·W, row stride ldb): the register-blocked inner kernel.
+// MR·NV accumulators stay in registers for the whole K loop; each step loads
+// NV vectors of b once and reuses them for MR rows.
+template <int MR, int NV>
+void micro_kernel(real* c, int64_t ldc, const real* a, int64_t lda, const real* b, int64_t ldb,
+                  int64_t K, bool accumulate_into_c) {
+  Batch acc[MR][NV];
+  for (int r = 0; r < MR; ++r) {
+    for (int v = 0; v < NV; ++v) {
+      acc[r][v] = accumulate_into_c ? load(c + r * ldc + v * W) : Batch(real(0));
+    }
+  }
+  for (int64_t k = 0; k < K; ++k) {
+    Batch row[NV];
+    for (int v = 0; v < NV; ++v) row[v] = load(b + k * ldb + v * W);
+    for (int r = 0; r < MR; ++r) {
+      const Batch scale(a[r * lda + k]);
+      for (int v = 0; v < NV; ++v) acc[r][v] = xsimd::fma(scale, row[v], acc[r][v]);
+    }
+  }
+  for (int r = 0; r < MR; ++r) {
+    for (int v = 0; v < NV; ++v) acc[r][v].store_unaligned(c + r * ldc + v * W);
+  }
+}
+
+template <int MR>
+void row_block(real* c, const real* a, const real* b, int64_t K, int64_t N, int64_t k_total,
+               int64_t kc, bool accumulate_into_c) {
+  int64_t j = 0;
+  for (; j + 2 * W <= N; j += 2 * W) {
+    micro_kernel<MR, 2>(c + j, N, a, k_total, b + j, N, kc, accumulate_into_c);
+  }
+  for (; j + W <= N; j += W) micro_kernel<MR, 1>(c + j, N, a, k_total, b + j, N, kc, accumulate_into_c);
+  // Columns left over (fewer than W): plain dot products.
+  for (; j < N; ++j) {
+    for (int r = 0; r < MR; ++r) {
+      real total = accumulate_into_c ? c[r * N + j] : real(0);
+      for (int64_t k = 0; k < kc; ++k) total += a[r * k_total + k] * b[k * N + j];
+      c[r * N + j] = total;
+    }
+  }
+  (void)K;
+}
+
+// c = a @ b, both normal row-major. Blocked over K so a strip of b stays in cache.
+void matmul_nn(real* c, const real* a, const real* b, int64_t M, int64_t K, int64_t N) {
+  constexpr int64_t kBlockK = 256;
+  if (K == 0) std::fill_n(c, M * N, real(0));
+  for (int64_t k0 = 0; k0 < K; k0 += kBlockK) {
+    const int64_t kc = std::min(kBlockK, K - k0);
+    const bool accumulate_into_c = k0 > 0;
+    int64_t i = 0;
+    for (; i + 4 <= M; i += 4) {
+      row_block<4>(c + i * N, a + i * K + k0, b + k0 * N, K, N, K, kc, accumulate_into_c);
+    }
+    for (; i < M; ++i) {
+      row_block<1>(c + i * N, a + i * K + k0, b + k0 * N, K, N, K, kc, accumulate_into_c);
+    }
+  }
+}
+
+// c = a @ bᵀ where b is stored (N, K): every entry is a dot product of two
+// contiguous rows, which is what Linear's forward (x @ Wᵀ) needs.
+void matmul_nt(real* c, const real* a, const real* b, int64_t M, int64_t K, int64_t N) {
+  for (int64_t i = 0; i < M; ++i) {
+    for (int64_t j = 0; j < N; ++j) c[i * N + j] = dot(a + i * K, b + j * K, K);
+  }
+}
+
+// c = aᵀ @ b where a is stored (K, M): a sum of K outer products, each row of
+// c updated with a scaled row of b (the weight gradient dyᵀ @ x).
+void matmul_tn(real* c, const real* a, const real* b, int64_t M, int64_t K, int64_t N) {
+  std::fill_n(c, M * N, real(0));
+  for (int64_t k = 0; k < K; ++k) {
+    const real* b_row = b + k * N;
+    for (int64_t i = 0; i < M; ++i) {
+      const Batch scale(a[k * M + i]);
+      real* c_row = c + i * N;
+      map(c_row, N, [&](Batch acc, Batch v, Batch) { return xsimd::fma(scale, v, acc); }, c_row,
+          b_row);
+    }
+  }
+}
+
+}  // namespace
+
+void matmul_forward(real* c, const real* a, Layout a_layout, const real* b, Layout b_layout,
+                    int64_t M, int64_t K, int64_t N) {
+  if (a_layout == Layout::normal && b_layout == Layout::normal) {
+    matmul_nn(c, a, b, M, K, N);
+  } else if (a_layout == Layout::normal) {
+    matmul_nt(c, a, b, M, K, N);
+  } else if (b_layout == Layout::normal) {
+    matmul_tn(c, a, b, M, K, N);
+  } else {
+    scalar::matmul_forward(c, a, a_layout, b, b_layout, M, K, N);
+  }
+}
+
+#else  // ATTOGRAD_USE_SIMD off: the library runs the reference loops.
+
+const char* simd_description() { return "scalar"; }
+void unary_forward(Unary op, real* out, const real* x, int64_t n) {
+  scalar::unary_forward(op, out, x, n);
+}
+void unary_backward(Unary op, real* dx, const real* dy, const real* x, const real* y, int64_t n) {
+  scalar::unary_backward(op, dx, dy, x, y, n);
+}
+void pow_forward(real* out, const real* x, real p, int64_t n) { scalar::pow_forward(out, x, p, n); }
+void pow_backward(real* dx, const real* dy, const real* x, real p, int64_t n) {
+  scalar::pow_backward(dx, dy, x, p, n);
+}
+void binary_forward(Binary op, real* out, const real* a, int64_t a_step, const real* b,
+                    int64_t b_step, int64_t n) {
+  scalar::binary_forward(op, out, a, a_step, b, b_step, n);
+}
+void accumulate(real* out, const real* x, int64_t n) { scalar::accumulate(out, x, n); }
+void sum_axis_forward(real* out, const real* x, int64_t outer, int64_t n, int64_t inner) {
+  scalar::sum_axis_forward(out, x, outer, n, inner);
+}
+void max_axis_forward(real* out, int64_t* argmax, const real* x, int64_t outer, int64_t n,
+                      int64_t inner) {
+  scalar::max_axis_forward(out, argmax, x, outer, n, inner);
+}
+void softmax_forward(real* out, const real* x, int64_t rows, int64_t cols) {
+  scalar::softmax_forward(out, x, rows, cols);
+}
+void softmax_backward(real* dx, const real* y, const real* dy, int64_t rows, int64_t cols) {
+  scalar::softmax_backward(dx, y, dy, rows, cols);
+}
+void log_softmax_forward(real* out, const real* x, int64_t rows, int64_t cols) {
+  scalar::log_softmax_forward(out, x, rows, cols);
+}
+void log_softmax_backward(real* dx, const real* y, const real* dy, int64_t rows, int64_t cols) {
+  scalar::log_softmax_backward(dx, y, dy, rows, cols);
+}
+void matmul_forward(real* c, const real* a, Layout a_layout, const real* b, Layout b_layout,
+                    int64_t M, int64_t K, int64_t N) {
+  scalar::matmul_forward(c, a, a_layout, b, b_layout, M, K, N);
+}
+
+#endif
+
+}  // namespace attograd::kernels

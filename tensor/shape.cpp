@@ -1,0 +1,58 @@
+#include "tensor/shape.hpp"
+
+#include <algorithm>
+
+namespace attograd {
+
+int64_t Shape::numel() const {
+  int64_t n = 1;
+  for (int64_t size : *this) n *= size;
+  return n;
+}
+
+std::string Shape::str() const {
+  std::string out = "(";
+  for (size_t i = 0; i < size(); ++i) {
+    if (i > 0) out += ",";
+    out += std::to_string((*this)[i]);
+  }
+  return out + ")";
+}
+
+Strides contiguous_strides(const Shape& shape) {
+  Strides strides(shape.size());
+  int64_t step = 1;
+  for (int64_t axis = shape.ndim() - 1; axis >= 0; --axis) {
+    strides[axis] = step;
+    step *= shape[axis];
+  }
+  return strides;
+}
+
+Shape broadcast_shapes(const char* op, const Shape& a, const Shape& b) {
+  const int64_t ndim = std::max(a.ndim(), b.ndim());
+  Shape out(ndim);
+  for (int64_t i = 0; i < ndim; ++i) {
+    // Align from the right: axis i of the result is axis i - (ndim - a.ndim()) of a.
+    const int64_t ia = i - (ndim - a.ndim());
+    const int64_t ib = i - (ndim - b.ndim());
+    const int64_t sa = ia >= 0 ? a[ia] : 1;
+    const int64_t sb = ib >= 0 ? b[ib] : 1;
+    check(sa == sb || sa == 1 || sb == 1,
+          "{}: shapes {} and {} cannot be broadcast: sizes {} and {} differ at axis {} of the "
+          "result (each must match or be 1)",
+          op, a, b, sa, sb, i);
+    out[i] = sa == 1 ? sb : sa;
+  }
+  return out;
+}
+
+int64_t normalize_axis(const char* op, int64_t axis, int64_t ndim) {
+  const int64_t normalized = axis < 0 ? axis + ndim : axis;
+  check(normalized >= 0 && normalized < ndim,
+        "{}: axis {} out of range for a tensor of {} dims (use 0..{} or -{}..-1)", op, axis, ndim,
+        ndim - 1, ndim);
+  return normalized;
+}
+
+}  // namespace attograd

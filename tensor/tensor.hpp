@@ -1,0 +1,134 @@
+// tensor/tensor.hpp — the Tensor handle: shared storage seen through a view.
+//
+// A Tensor is a cheap handle (a shared pointer) to a TensorImpl. Copying a
+// Tensor shares it, exactly like `b = a` in PyTorch. The numbers live in a
+// 64-byte-aligned Storage that several views may share; a view is
+// (storage, offset, shape, strides), so reshape, transpose, slice and expand
+// can be made without copying (see tensor/view.hpp).
+//
+// Autograd (autograd/) hangs three things on a TensorImpl: whether it needs a
+// gradient, the gradient once backward() has run, and the graph Node that
+// produced it. tensor/ only stores them; it never looks inside a Node.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "tensor/shape.hpp"
+
+namespace attograd {
+
+struct Node;  // autograd/node.hpp
+
+// A block of `size` reals aligned to 64 bytes (one cache line, one AVX-512
+// register), so SIMD loads from the start of a storage never split a line.
+class Storage {
+ public:
+  explicit Storage(int64_t size);
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+
+  real* data() { return data_; }
+  const real* data() const { return data_; }
+  int64_t size() const { return size_; }
+
+ private:
+  real* data_ = nullptr;
+  int64_t size_ = 0;
+};
+
+struct TensorImpl {
+  std::shared_ptr<Storage> storage;
+  int64_t offset = 0;  // in elements, from storage->data()
+  Shape shape;
+  Strides strides;
+
+  // Autograd's part (see autograd/engine.hpp).
+  bool requires_grad = false;
+  bool retains_grad = false;  // keep .grad on a non-leaf after backward
+  std::shared_ptr<TensorImpl> grad;
+  std::shared_ptr<Node> grad_fn;  // null for leaves and constants
+};
+
+class Tensor {
+ public:
+  Tensor() = default;  // an undefined tensor (no storage): defined() is false
+  explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+
+  // A new contiguous tensor of this shape; its values are not initialised.
+  static Tensor empty(const Shape& shape);
+
+  bool defined() const { return impl_ != nullptr; }
+  const Shape& shape() const { return impl().shape; }
+  const Strides& strides() const { return impl().strides; }
+  int64_t size(int64_t axis) const;  // negative axes count from the end
+  int64_t dim() const { return shape().ndim(); }
+  int64_t numel() const { return shape().numel(); }
+  int64_t offset() const { return impl().offset; }
+  bool is_contiguous() const;
+
+  // Pointer to element (0,…,0). Writing through data() of a view writes the
+  // storage the view shares.
+  real* data() { return impl().storage->data() + impl().offset; }
+  const real* data() const { return impl().storage->data() + impl().offset; }
+  const std::shared_ptr<Storage>& storage() const { return impl().storage; }
+
+  // Element access by index, e.g. t.at({1, 2}). Bounds are checked.
+  real at(const std::vector<int64_t>& index) const;
+  void set(const std::vector<int64_t>& index, real value);
+  // The single value of a one-element tensor.
+  real item() const;
+  // All values in row-major order (works for any view).
+  std::vector<real> to_vector() const;
+
+  // A contiguous tensor with the same values: this one if already contiguous,
+  // otherwise a copy. No gradient flows (see autograd's contiguous()).
+  Tensor contiguous_data() const;
+  // A contiguous copy of the values with no autograd history.
+  Tensor clone_data() const;
+  // Another view of the same storage. No checks beyond the storage bounds.
+  Tensor as_strided(const Shape& shape, const Strides& strides, int64_t offset) const;
+  // Fill every element (through the view).
+  void fill_(real value);
+  // Copy src's values into this view, element by element; shapes must match.
+  void copy_from(const Tensor& src);
+
+  // Autograd state (meaningful once autograd/ is linked, which it always is).
+  bool requires_grad() const { return impl().requires_grad; }
+  bool is_leaf() const { return impl().grad_fn == nullptr; }
+  const std::shared_ptr<Node>& grad_fn() const { return impl().grad_fn; }
+
+  TensorImpl& impl() const;
+  const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
+  bool same(const Tensor& other) const { return impl_ == other.impl_; }
+
+ private:
+  std::shared_ptr<TensorImpl> impl_;
+};
+
+// Calls fn(linear_index, storage_offset) for every element of a view, in
+// row-major order. The workhorse for strided (non-contiguous) loops.
+template <typename Fn>
+void for_each_offset(const Shape& shape, const Strides& strides, int64_t offset, Fn&& fn) {
+  const int64_t n = shape.numel();
+  if (n == 0) return;
+  const int64_t ndim = shape.ndim();
+  std::vector<int64_t> index(ndim, 0);
+  int64_t position = offset;
+  for (int64_t linear = 0; linear < n; ++linear) {
+    fn(linear, position);
+    // Odometer increment, innermost axis first.
+    for (int64_t axis = ndim - 1; axis >= 0; --axis) {
+      if (++index[axis] < shape[axis]) {
+        position += strides[axis];
+        break;
+      }
+      position -= strides[axis] * (shape[axis] - 1);
+      index[axis] = 0;
+    }
+  }
+}
+
+}  // namespace attograd
