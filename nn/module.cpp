@@ -60,7 +60,8 @@ Tensor Module::parameter(const std::string& name) const {
   std::string known;
   for (const auto& [candidate, tensor] : named_parameters()) {
     if (candidate == name) return tensor;
-    known += (known.empty() ? "" : ", ") + candidate;
+    if (!known.empty()) known += ", ";
+    known += candidate;
   }
   fail("{}: no parameter named '{}' (it has: {})", type_name_, name, known);
 }
@@ -81,16 +82,16 @@ void Module::zero_grad() {
 }
 
 void Module::append_summary(std::string& out, int indent) const {
-  out += type_name_ + "(" + extra_repr();
+  out += fmt::format("{}({}", type_name_, extra_repr());
   if (children_.empty()) {
     out += ")";
     return;
   }
   for (const auto& [name, child] : children_) {
-    out += "\n" + std::string(indent + 2, ' ') + "(" + name + "): ";
+    out += fmt::format("\n{:{}}({}): ", "", indent + 2, name);
     child->append_summary(out, indent + 2);
   }
-  out += "\n" + std::string(indent, ' ') + ")";
+  out += fmt::format("\n{:{}})", "", indent);
 }
 
 std::string Module::summary() const {
