@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# scripts/setup.sh — shared by demo.sh and test.sh: install what the build
+# needs (Debian 12 packages), then configure and build.
+#
+# Environment knobs:
+#   ATTOGRAD_BUILD_DIR   build folder (default: build)
+#   ATTOGRAD_BUILD_TYPE  CMake build type (default: Release)
+#   ATTOGRAD_CMAKE_ARGS  extra arguments for the CMake configure step
+#   ATTOGRAD_TARGETS     targets to build (default: all)
+set -euo pipefail
+
+ATTOGRAD_PACKAGES=(cmake g++ make pkg-config libxsimd-dev xtl-dev libfmt-dev catch2
+                   nlohmann-json3-dev libutf8proc-dev libexpat1-dev)
+
+attograd_install_packages() {
+  local missing=()
+  for package in "${ATTOGRAD_PACKAGES[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
+      missing+=("$package")
+    fi
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  echo "attograd: installing missing packages: ${missing[*]}"
+  local runner=()
+  if [ "$(id -u)" -ne 0 ]; then
+    if command -v sudo >/dev/null && sudo -n true 2>/dev/null; then
+      runner=(sudo)
+    else
+      echo "attograd: these packages are missing and I cannot install them without root:" >&2
+      echo "  sudo apt-get install -y ${missing[*]}" >&2
+      exit 1
+    fi
+  fi
+  "${runner[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${runner[@]}" apt-get install -y -qq "${missing[@]}" >/dev/null
+}
+
+attograd_build() {
+  local source_dir build_dir build_type
+  source_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+  build_dir="${ATTOGRAD_BUILD_DIR:-build}"
+  build_type="${ATTOGRAD_BUILD_TYPE:-Release}"
+  # shellcheck disable=SC2086  # ATTOGRAD_CMAKE_ARGS is a list of arguments
+  cmake -S "$source_dir" -B "$build_dir" -DCMAKE_BUILD_TYPE="$build_type" ${ATTOGRAD_CMAKE_ARGS:-} >/dev/null
+  local targets=()
+  for target in ${ATTOGRAD_TARGETS:-}; do targets+=(--target "$target"); done
+  cmake --build "$build_dir" -j "$(nproc)" "${targets[@]}"
+}
