@@ -2,7 +2,6 @@
 // d2l's sentence BLEU on cases worked by hand; each expected value is written
 // as the formula it comes from.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 
 #include "models/text/bleu.hpp"
@@ -83,8 +82,7 @@ TEST_CASE("corpus BLEU sums counts over sentences before dividing", "[bleu]") {
   // Sentence 2, "a b x d e" vs "a b c d e f": unigrams 4/5; bigrams "a b",
   // "d e" 2/4; trigrams 0/3; 4-grams 0/2. On its own it would score 0.
   // Corpus: p = 8/9, 5/7, 2/5, 1/3; c = 9, r = 4 + 6 = 10.
-  const std::vector<std::vector<Words>> references = {{words("a b c d")},
-                                                      {words("a b c d e f")}};
+  const std::vector<std::vector<Words>> references = {{words("a b c d")}, {words("a b c d e f")}};
   const std::vector<Words> hypotheses = {words("a b c d"), words("a b x d e")};
   const BleuDetails details = corpus_bleu_details(references, hypotheses);
   CHECK(details.matches == std::array<std::int64_t, 4>{8, 5, 2, 1});

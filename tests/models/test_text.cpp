@@ -8,9 +8,8 @@
 // 7 no tab, 8 invalid UTF-8, 9 a three-column "You're kind.", 10 empty,
 // 11 "Wow!"/"Ça alors !" with U+202F, 12 ten English words, 13 nine words,
 // 14 a CRLF ending, 15 digits only, 16 "I'm OK." again.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <set>
 #include <sstream>
 #include <string>
@@ -163,10 +162,14 @@ TEST_CASE("require_pairs explains an empty result", "[text]") {
 // ---------------------------------------------------------------- filtering
 
 TEST_CASE("filter_pairs keeps the tutorial's pairs in both directions", "[text]") {
-  const std::vector<std::string> expected_english = {
-      "i m ok .",        "i am tired .",  "he s calm .",
-      "she s not here .", "you re kind .", "i am sure he is at home now .",
-      "they are students .", "i m ok ."};
+  const std::vector<std::string> expected_english = {"i m ok .",
+                                                     "i am tired .",
+                                                     "he s calm .",
+                                                     "she s not here .",
+                                                     "you re kind .",
+                                                     "i am sure he is at home now .",
+                                                     "they are students .",
+                                                     "i m ok ."};
 
   const PairSet forward = read_pairs(kFixture);
   const std::vector<SentencePair> kept = filter_pairs(forward.pairs, forward.direction);
@@ -360,12 +363,12 @@ TEST_CASE("split_by_source edge cases", "[text]") {
   CHECK(split_by_source({}).train.empty());
 }
 
-TEST_CASE("split_by_source on the fixture keeps both 'je vais bien .' pairs together",
-          "[text]") {
+TEST_CASE("split_by_source on the fixture keeps both 'je vais bien .' pairs together", "[text]") {
   const PairSet set = read_pairs(kFixture);
   const std::vector<SentencePair> pairs = filter_pairs(set.pairs, set.direction);
   for (std::uint64_t seed = 0; seed < 20; ++seed) {
-    const DataSplit split = split_by_source(pairs, SplitOptions().validation_fraction(0.5).seed(seed));
+    const DataSplit split =
+        split_by_source(pairs, SplitOptions().validation_fraction(0.5).seed(seed));
     const auto count = [](const std::vector<SentencePair>& side) {
       return std::count_if(side.begin(), side.end(), [](const SentencePair& pair) {
         return pair.source == "je vais bien .";
@@ -430,8 +433,8 @@ TEST_CASE("prepare_batched_data builds d2l's arrays from the first examples", "[
 }
 
 TEST_CASE("BatchIterator visits every example once per epoch in a seeded order", "[text]") {
-  const std::vector<std::vector<std::string>> sentences = {{"a"}, {"b"}, {"c"}, {"d"}, {"e"},
-                                                           {"f"}, {"g"}};
+  const std::vector<std::vector<std::string>> sentences = {{"a"}, {"b"}, {"c"}, {"d"},
+                                                           {"e"}, {"f"}, {"g"}};
   const Vocabulary vocabulary = make_batched_vocabulary(sentences, 1);
   const PaddedArray source = build_padded_array(sentences, vocabulary, 3);
   const PaddedArray target = build_padded_array(sentences, vocabulary, 2);
