@@ -37,25 +37,41 @@ Tensor record(const char* name, Tensor output, std::vector<Tensor> inputs,
 
 // A long chain (an unrolled RNN, a 100,000-step test) is a linked list
 // tensor → node → tensor → node …; destroying it naively recurses once per
-// link and overflows the stack. Instead, a dying node hands the nodes only it
-// kept alive to a worklist that the outermost destructor drains in a loop.
+// link and overflows the stack. A node owns the rest of the graph through two
+// members: its inputs and its backward closure (which may hold the very same
+// input handles, as mul's does). So the outermost dying node becomes a
+// collector: any node destroyed while it runs hands both members over and
+// returns at once, and the collector releases them one at a time in a loop.
+namespace {
+
+struct GraphLeftovers {
+  std::vector<Tensor> tensors;
+  std::vector<Node::BackwardFn> closures;
+};
+thread_local GraphLeftovers* leftovers = nullptr;  // the collector's list, if one is running
+
+}  // namespace
+
 Node::~Node() {
-  thread_local std::vector<std::shared_ptr<Node>>* worklist = nullptr;
-  std::vector<std::shared_ptr<Node>> local;
-  std::vector<std::shared_ptr<Node>>& pending = worklist ? *worklist : local;
-  for (Tensor& input : inputs) {
-    const auto& impl = input.impl_ptr();
-    if (impl && impl.use_count() == 1 && impl->grad_fn) pending.push_back(std::move(impl->grad_fn));
-  }
+  const bool collector = leftovers == nullptr;
+  GraphLeftovers local;
+  if (collector) leftovers = &local;
+  for (Tensor& input : inputs) leftovers->tensors.push_back(std::move(input));
   inputs.clear();
-  if (worklist) return;  // an outer ~Node is draining
-  worklist = &local;
-  while (!local.empty()) {
-    std::shared_ptr<Node> next = std::move(local.back());
-    local.pop_back();
-    next.reset();  // its destructor appends to `local` instead of recursing
+  if (backward) leftovers->closures.push_back(std::move(backward));
+  backward = nullptr;
+  if (!collector) return;
+  // Releasing one item may destroy further nodes, which append to `local`.
+  while (!local.tensors.empty() || !local.closures.empty()) {
+    if (!local.closures.empty()) {
+      Node::BackwardFn closure = std::move(local.closures.back());
+      local.closures.pop_back();
+    } else {
+      Tensor tensor = std::move(local.tensors.back());
+      local.tensors.pop_back();
+    }
   }
-  worklist = nullptr;
+  leftovers = nullptr;
 }
 
 // ---- Leaves and gradients ---------------------------------------------------
@@ -81,11 +97,27 @@ Tensor detach(const Tensor& t) {
   return t.as_strided(t.shape(), t.strides(), t.offset());
 }
 
+namespace {
+
+// Can a gradient of shape `from` be summed down to `to`? Only if `to`
+// broadcasts to `from`: no more axes, and each trailing axis equal or 1 in `to`.
+bool reducible(const Shape& from, const Shape& to) {
+  const int64_t leading = from.ndim() - to.ndim();
+  if (leading < 0) return false;
+  for (int64_t axis = 0; axis < to.ndim(); ++axis) {
+    if (to[axis] != 1 && to[axis] != from[axis + leading]) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 Tensor sum_to(const Tensor& gradient, const Shape& shape) {
   if (gradient.shape() == shape) return gradient;
+  check(reducible(gradient.shape(), shape),
+        "sum_to: gradient of shape {} cannot be reduced to {} ({} does not broadcast to {})",
+        gradient.shape(), shape, shape, gradient.shape());
   const int64_t leading = gradient.dim() - shape.ndim();
-  check(leading >= 0, "sum_to: gradient of shape {} cannot be reduced to {}", gradient.shape(),
-        shape);
   std::vector<int64_t> axes;
   for (int64_t axis = 0; axis < gradient.dim(); ++axis) {
     const bool added = axis < leading;
@@ -99,17 +131,52 @@ Tensor sum_to(const Tensor& gradient, const Shape& shape) {
 
 namespace {
 
+// Whether `t` is the only way to reach its values — no other handle, view or
+// closure shares them — and it fills its whole storage in row-major order:
+// then it can be kept, and later written in place, without a copy (what
+// PyTorch's AccumulateGrad calls stealing the gradient).
+bool sole_contiguous_owner(const Tensor& t) {
+  return t.impl_ptr().use_count() == 1 && t.storage().use_count() == 1 && t.offset() == 0 &&
+         t.numel() == t.storage()->size() && t.is_contiguous();
+}
+
 // Adds `gradient` into the tensor slot `slot` (creating it on first use). The
-// first gradient is copied so that later in-place accumulation can never write
-// into a tensor some closure still reads.
+// first gradient is copied, unless nothing else can see it, so that later
+// in-place accumulation can never write into a tensor some closure still reads.
 void accumulate_into(std::shared_ptr<TensorImpl>& slot, const Tensor& gradient) {
   if (!slot) {
-    slot = gradient.clone_data().impl_ptr();
+    slot = sole_contiguous_owner(gradient) ? gradient.impl_ptr() : gradient.clone_data().impl_ptr();
     return;
   }
   Tensor target(slot);
   const Tensor source = gradient.contiguous_data();
   kernels::accumulate(target.data(), source.data(), target.numel());
+}
+
+// The gradient on its way to a non-leaf tensor, summed over the ops that use
+// it. The first contribution is kept as the op returned it, without a copy:
+// it may be a view another closure still reads (add hands the same dy to both
+// of its inputs), so it is never written. Only when a second contribution
+// arrives is a private copy made, which is then added to in place. Most
+// tensors of a graph are used by one op, so most gradients are never copied,
+// and a transposed gradient (a Linear weight's) keeps its layout on its way
+// to the leaf.
+struct PendingGradient {
+  Tensor sum;
+  bool owned = false;  // `sum` is our own copy and may be written
+};
+
+void add_pending(PendingGradient& slot, const Tensor& gradient) {
+  if (!slot.sum.defined()) {
+    slot.sum = gradient;
+    return;
+  }
+  if (!slot.owned) {
+    if (!sole_contiguous_owner(slot.sum)) slot.sum = slot.sum.clone_data();
+    slot.owned = true;
+  }
+  const Tensor source = gradient.contiguous_data();
+  kernels::accumulate(slot.sum.data(), source.data(), slot.sum.numel());
 }
 
 // Post-order of the graph below `root` without recursion: a tensor comes after
@@ -161,15 +228,15 @@ void backward(const Tensor& root, const Tensor& grad_output, bool retain_graph) 
 
   NoGradGuard no_grad;  // the closures' own arithmetic is not recorded
   std::vector<std::shared_ptr<TensorImpl>> order = topological_order(root);
-  std::unordered_map<TensorImpl*, std::shared_ptr<TensorImpl>> pending;
-  pending[root.impl_ptr().get()] = seed.clone_data().impl_ptr();
+  std::unordered_map<TensorImpl*, PendingGradient> pending;
+  pending[root.impl_ptr().get()] = PendingGradient{seed.clone_data(), true};
 
   // Reverse post-order: each tensor is processed after everything that uses it.
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     TensorImpl& impl = **it;
     auto found = pending.find(&impl);
     if (found == pending.end()) continue;  // no gradient reached it
-    const Tensor gradient(std::move(found->second));
+    const Tensor gradient = std::move(found->second.sum);  // any layout; closures must not assume contiguity
     pending.erase(found);
 
     if (!impl.grad_fn) {  // a leaf: this is where gradients are kept
@@ -189,7 +256,11 @@ void backward(const Tensor& root, const Tensor& grad_output, bool retain_graph) 
     for (size_t i = 0; i < node.inputs.size(); ++i) {
       const Tensor& input = node.inputs[i];
       if (!input.defined() || !input.requires_grad() || !input_grads[i].defined()) continue;
-      accumulate_into(pending[input.impl_ptr().get()], sum_to(input_grads[i], input.shape()));
+      check(reducible(input_grads[i].shape(), input.shape()),
+            "backward: op '{}' returned a gradient of shape {} for its input {} of shape {} (a "
+            "bug in the op: the gradient must have the input's shape or broadcast from it)",
+            node.name, input_grads[i].shape(), i, input.shape());
+      add_pending(pending[input.impl_ptr().get()], sum_to(input_grads[i], input.shape()));
     }
     if (!retain_graph) {
       node.backward = nullptr;  // frees the saved tensors

@@ -17,7 +17,9 @@
 namespace attograd {
 
 struct Node {
-  // grad_output has the output's shape. Returns one tensor per input: its
+  // grad_output has the output's shape, but not necessarily a contiguous
+  // layout (it may be a transposed or broadcast view): read its raw data()
+  // only through contiguous_data(). Returns one tensor per input: its
   // gradient, in the input's shape or any shape that broadcasts to it (the
   // engine sums broadcast axes away), or an undefined Tensor for "no gradient".
   using BackwardFn = std::function<std::vector<Tensor>(const Tensor& grad_output)>;

@@ -96,4 +96,13 @@ Tensor masked_select(const Tensor& x, const Tensor& mask);
 Tensor softmax(const Tensor& x, int64_t axis);
 Tensor log_softmax(const Tensor& x, int64_t axis);
 
+// ---- Recurrent (autograd/ops_gru.cpp) ------------------------------------------------
+// One GRU step as a single fused node (PyTorch's GRUCell; gates stacked r, z, n):
+//   r = σ(x W_irᵀ + b_ir + h W_hrᵀ + b_hr),  z = σ(x W_izᵀ + b_iz + h W_hzᵀ + b_hz),
+//   n = tanh(x W_inᵀ + b_in + r ⊙ (h W_hnᵀ + b_hn)),  h' = (1 − z) ⊙ n + z ⊙ h.
+// x: (B,in), h: (B,H), weight_ih: (3H,in), weight_hh: (3H,H), biases: (3H) or
+// undefined for none → h': (B,H). nn::GRUCell and nn::GRU are built on it.
+Tensor gru_cell(const Tensor& x, const Tensor& h, const Tensor& weight_ih, const Tensor& weight_hh,
+                const Tensor& bias_ih, const Tensor& bias_hh);
+
 }  // namespace attograd

@@ -85,7 +85,8 @@ Tensor gather(const Tensor& x, int64_t axis_in, const std::vector<int64_t>& inde
   check(index_shape.ndim() == x.dim(),
         "gather: index shape {} must have as many dims as the input {}", index_shape, x.shape());
   check(static_cast<int64_t>(index.size()) == index_shape.numel(),
-        "gather: {} index values for index shape {}", index.size(), index_shape);
+        "gather: {} index values for index shape {}, which has {} entries; they must match",
+        index.size(), index_shape, index_shape.numel());
   for (int64_t d = 0; d < x.dim(); ++d) {
     check(d == axis || index_shape[d] <= x.shape()[d],
           "gather: index shape {} is larger than input {} at axis {}", index_shape, x.shape(), d);

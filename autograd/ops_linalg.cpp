@@ -4,6 +4,7 @@
 // view (Linear's Wᵀ, the backward's aᵀ and bᵀ) is multiplied without a copy.
 #include "autograd/op_helpers.hpp"
 #include "autograd/ops.hpp"
+#include "tensor/parallel.hpp"
 
 namespace attograd {
 
@@ -34,14 +35,19 @@ MatrixOperand as_operand(const Tensor& t, int64_t position, int64_t rows, int64_
 Tensor batched_product(const Tensor& a, const Tensor& b) {
   const int64_t batches = a.shape()[0], M = a.shape()[1], K = a.shape()[2], N = b.shape()[2];
   Tensor out = Tensor::empty({batches, M, N});
-  for (int64_t i = 0; i < batches; ++i) {
-    const MatrixOperand left = as_operand(a, a.offset() + i * a.strides()[0], M, K,
-                                          a.strides()[1], a.strides()[2]);
-    const MatrixOperand right = as_operand(b, b.offset() + i * b.strides()[0], K, N,
-                                           b.strides()[1], b.strides()[2]);
-    kernels::matmul_forward(out.data() + i * M * N, left.data, left.layout, right.data,
-                            right.layout, M, K, N);
-  }
+  // Batches are shared between threads whole; a single batch runs here and
+  // the kernel shares its rows instead. Either way each entry is summed by
+  // one thread in a fixed order, so the thread count changes no result.
+  parallel::parallel_for(batches, batches * M * K * N, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const MatrixOperand left = as_operand(a, a.offset() + i * a.strides()[0], M, K,
+                                            a.strides()[1], a.strides()[2]);
+      const MatrixOperand right = as_operand(b, b.offset() + i * b.strides()[0], K, N,
+                                             b.strides()[1], b.strides()[2]);
+      kernels::matmul_forward(out.data() + i * M * N, left.data, left.layout, right.data,
+                              right.layout, M, K, N);
+    }
+  });
   return out;
 }
 
@@ -50,6 +56,10 @@ Tensor batched_product(const Tensor& a, const Tensor& b) {
 // y = a @ b              a: (M,K)  b: (K,N)  y: (M,N)
 // da = dy @ bᵀ           (M,N) @ (N,K) → (M,K)
 // db = aᵀ @ dy           (K,M) @ (M,N) → (K,N)
+//
+// When b is a transposed view of a row-major matrix W (Linear's x @ Wᵀ), db
+// is computed as (dyᵀ @ a)ᵀ: the same sums in the same order, but laid out
+// like W, so the gradient that reaches W needs no transposing copy.
 Tensor matmul(const Tensor& a, const Tensor& b) {
   detail::check_defined("matmul", a);
   detail::check_defined("matmul", b);
@@ -64,8 +74,13 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   Tensor y = y3.as_strided({a.shape()[0], b.shape()[1]}, contiguous_strides({a.shape()[0], b.shape()[1]}), 0);
   return record("matmul", y, {a, b}, [a = detach(a), b = detach(b), need_a = a.requires_grad(),
                                       need_b = b.requires_grad()](const Tensor& dy) {
-    return std::vector<Tensor>{need_a ? matmul(dy, transpose(b, 0, 1)) : Tensor(),
-                               need_b ? matmul(transpose(a, 0, 1), dy) : Tensor()};
+    Tensor db;
+    if (need_b) {
+      const bool b_transposed = b.strides()[0] == 1 && b.strides()[1] == b.shape()[0];
+      db = b_transposed ? transpose(matmul(transpose(dy, 0, 1), a), 0, 1)
+                        : matmul(transpose(a, 0, 1), dy);
+    }
+    return std::vector<Tensor>{need_a ? matmul(dy, transpose(b, 0, 1)) : Tensor(), db};
   });
 }
 

@@ -30,8 +30,11 @@ std::vector<int64_t> normalize_axes(const char* op, const std::vector<int64_t>& 
   std::vector<int64_t> result;
   for (int64_t axis : axes) result.push_back(normalize_axis(op, axis, ndim));
   std::sort(result.begin(), result.end());
-  check(std::adjacent_find(result.begin(), result.end()) == result.end(),
-        "{}: axis listed twice in the axes to reduce", op);
+  const auto repeated = std::adjacent_find(result.begin(), result.end());
+  check(repeated == result.end(),
+        "{}: axes ({}) name axis {} twice (a negative axis counts from the end); list each "
+        "axis once",
+        op, fmt::join(axes, ","), repeated == result.end() ? 0 : *repeated);
   return result;
 }
 

@@ -124,8 +124,9 @@ Tensor transpose(const Tensor& x, int64_t axis0, int64_t axis1) {
 Tensor squeeze(const Tensor& x, int64_t axis_in) {
   detail::check_defined("squeeze", x);
   const int64_t axis = normalize_axis("squeeze", axis_in, x.dim());
-  check(x.shape()[axis] == 1, "squeeze: axis {} of shape {} has size {}, not 1", axis, x.shape(),
-        x.shape()[axis]);
+  check(x.shape()[axis] == 1,
+        "squeeze: axis {} of shape {} has size {}, not 1; only size-1 axes can be removed", axis,
+        x.shape(), x.shape()[axis]);
   Shape shape = x.shape();
   Strides strides = x.strides();
   shape.erase(shape.begin() + axis);
@@ -154,10 +155,15 @@ Tensor unsqueeze(const Tensor& x, int64_t axis_in) {
 // keeps x's size).    dx = dy, summed back to x.shape by the engine's sum_to.
 Tensor expand(const Tensor& x, const Shape& requested) {
   detail::check_defined("expand", x);
-  check(requested.ndim() >= x.dim(), "expand: cannot expand {} to fewer dims {}", x.shape(),
-        requested);
+  check(requested.ndim() >= x.dim(),
+        "expand: cannot expand {} to {}, which has fewer dims; expand can only add leading axes",
+        x.shape(), requested);
   Shape shape = requested;
   const int64_t lead = shape.ndim() - x.dim();
+  for (int64_t axis = 0; axis < lead; ++axis) {
+    check(shape[axis] >= 0, "expand: cannot expand {} to {}: new leading axis {} needs a size, not {}",
+          x.shape(), requested, axis, shape[axis]);
+  }
   for (int64_t axis = lead; axis < shape.ndim(); ++axis) {
     const int64_t size = x.shape()[axis - lead];
     if (shape[axis] == -1) shape[axis] = size;
@@ -227,8 +233,9 @@ Tensor slice(const Tensor& x, int64_t axis_in, int64_t start, int64_t end, int64
   if (start < 0) start += size;
   if (end < 0) end += size;
   check(0 <= start && start <= end && end <= size,
-        "slice: range [{}, {}) is outside axis {} of shape {} (sizes 0..{})", start, end, axis,
-        x.shape(), size);
+        "slice: range [{}, {}) does not fit axis {} of shape {}: it needs 0 <= start <= end <= {} "
+        "(negative values count from the end)",
+        start, end, axis, x.shape(), size);
   auto window = [axis, start, end, step](const Tensor& t) {
     Shape shape = t.shape();
     Strides strides = t.strides();
@@ -242,6 +249,10 @@ Tensor slice(const Tensor& x, int64_t axis_in, int64_t start, int64_t end, int64
 Tensor narrow(const Tensor& x, int64_t axis, int64_t start, int64_t length) {
   detail::check_defined("narrow", x);
   check(start >= 0 && length >= 0, "narrow: start {} and length {} must be >= 0", start, length);
+  const int64_t size = x.shape()[normalize_axis("narrow", axis, x.dim())];
+  check(start + length <= size,
+        "narrow: start {} + length {} runs past the end of axis {} of shape {} (size {})", start,
+        length, axis, x.shape(), size);
   return slice(x, axis, start, start + length);
 }
 

@@ -56,7 +56,11 @@ Tensor from_vector(const std::vector<real>& values) {
   return from_vector(values, {static_cast<int64_t>(values.size())});
 }
 
-Tensor tensor(std::initializer_list<real> values) { return from_vector(std::vector<real>(values)); }
+Tensor tensor(std::initializer_list<LiteralEntry> values) {
+  std::vector<real> reals;
+  for (const LiteralEntry& entry : values) reals.push_back(entry.value);
+  return from_vector(reals);
+}
 
 Tensor tensor(std::initializer_list<std::initializer_list<real>> rows) {
   const auto row_count = static_cast<int64_t>(rows.size());

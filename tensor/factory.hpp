@@ -5,6 +5,7 @@
 #pragma once
 
 #include <initializer_list>
+#include <type_traits>
 #include <vector>
 
 #include "tensor/random.hpp"
@@ -28,8 +29,19 @@ Tensor eye(int64_t n);
 // Values in row-major order; values.size() must equal shape.numel().
 Tensor from_vector(const std::vector<real>& values, const Shape& shape);
 Tensor from_vector(const std::vector<real>& values);  // 1-D
-// tensor({1, 2, 3}) is 1-D; tensor({{1, 2}, {3, 4}}) is 2-D.
-Tensor tensor(std::initializer_list<real> values);
+// One entry of a 1-D tensor literal: any number, converted to real.
+// Taking entries as this class rather than as real is what lets a column be
+// written tensor({{1}, {2}}): a braced {1} becomes a row of reals by a
+// standard conversion but a LiteralEntry only by this user-defined one, so the 2-D
+// overload wins instead of the call being ambiguous.
+struct LiteralEntry {
+  template <typename Number>
+    requires std::is_arithmetic_v<Number>
+  LiteralEntry(Number number) : value(static_cast<real>(number)) {}
+  real value;
+};
+// tensor({1, 2, 3}) is 1-D; tensor({{1, 2}, {3, 4}}) and tensor({{1}, {2}}) are 2-D.
+Tensor tensor(std::initializer_list<LiteralEntry> values);
 Tensor tensor(std::initializer_list<std::initializer_list<real>> rows);
 
 // Random tensors. Without a generator they draw from default_generator().

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "tensor/kernels.hpp"
+#include "tensor/parallel.hpp"
 
 namespace attograd::kernels {
 
@@ -325,41 +326,127 @@ void matmul_nn(real* c, const real* a, const real* b, int64_t M, int64_t K, int6
 }
 
 // c = a @ bᵀ where b is stored (N, K): every entry is a dot product of two
-// contiguous rows, which is what Linear's forward (x @ Wᵀ) needs.
+// contiguous rows, which is what Linear's forward (x @ Wᵀ) needs. Four rows of
+// a meet each row of b at once (eight independent FMA chains instead of two,
+// and b read once per four rows), and the loop is blocked over the rows of b
+// so that a block stays in cache while every row of a meets it. Each entry is
+// summed exactly as dot() sums it.
 void matmul_nt(real* c, const real* a, const real* b, int64_t M, int64_t K, int64_t N) {
-  for (int64_t i = 0; i < M; ++i) {
-    for (int64_t j = 0; j < N; ++j) c[i * N + j] = dot(a + i * K, b + j * K, K);
+  constexpr int64_t kBlockN = 32;
+  for (int64_t j0 = 0; j0 < N; j0 += kBlockN) {
+    const int64_t j1 = std::min(N, j0 + kBlockN);
+    int64_t i = 0;
+    for (; i + 4 <= M; i += 4) {
+      const real* a0 = a + i * K;
+      const real* a1 = a0 + K;
+      const real* a2 = a1 + K;
+      const real* a3 = a2 + K;
+      for (int64_t j = j0; j < j1; ++j) {
+        const real* row = b + j * K;
+        Batch even0(real(0)), even1(real(0)), even2(real(0)), even3(real(0));
+        Batch odd0(real(0)), odd1(real(0)), odd2(real(0)), odd3(real(0));
+        int64_t k = 0;
+        for (; k + 2 * W <= K; k += 2 * W) {
+          const Batch first = load(row + k), second = load(row + k + W);
+          even0 = xsimd::fma(load(a0 + k), first, even0);
+          even1 = xsimd::fma(load(a1 + k), first, even1);
+          even2 = xsimd::fma(load(a2 + k), first, even2);
+          even3 = xsimd::fma(load(a3 + k), first, even3);
+          odd0 = xsimd::fma(load(a0 + k + W), second, odd0);
+          odd1 = xsimd::fma(load(a1 + k + W), second, odd1);
+          odd2 = xsimd::fma(load(a2 + k + W), second, odd2);
+          odd3 = xsimd::fma(load(a3 + k + W), second, odd3);
+        }
+        for (; k + W <= K; k += W) {
+          const Batch first = load(row + k);
+          even0 = xsimd::fma(load(a0 + k), first, even0);
+          even1 = xsimd::fma(load(a1 + k), first, even1);
+          even2 = xsimd::fma(load(a2 + k), first, even2);
+          even3 = xsimd::fma(load(a3 + k), first, even3);
+        }
+        if (k < K) {
+          const int64_t rest = K - k;
+          const Batch last = load_partial(row + k, rest, 0);
+          odd0 = xsimd::fma(load_partial(a0 + k, rest, 0), last, odd0);
+          odd1 = xsimd::fma(load_partial(a1 + k, rest, 0), last, odd1);
+          odd2 = xsimd::fma(load_partial(a2 + k, rest, 0), last, odd2);
+          odd3 = xsimd::fma(load_partial(a3 + k, rest, 0), last, odd3);
+        }
+        c[i * N + j] = xsimd::hadd(even0 + odd0);
+        c[(i + 1) * N + j] = xsimd::hadd(even1 + odd1);
+        c[(i + 2) * N + j] = xsimd::hadd(even2 + odd2);
+        c[(i + 3) * N + j] = xsimd::hadd(even3 + odd3);
+      }
+    }
+    for (; i < M; ++i) {
+      for (int64_t j = j0; j < j1; ++j) c[i * N + j] = dot(a + i * K, b + j * K, K);
+    }
   }
 }
 
-// c = aᵀ @ b where a is stored (K, M): a sum of K outer products, each row of
-// c updated with a scaled row of b (the weight gradient dyᵀ @ x).
-void matmul_tn(real* c, const real* a, const real* b, int64_t M, int64_t K, int64_t N) {
-  std::fill_n(c, M * N, real(0));
-  for (int64_t k = 0; k < K; ++k) {
-    const real* b_row = b + k * N;
-    for (int64_t i = 0; i < M; ++i) {
-      const Batch scale(a[k * M + i]);
+// c = aᵀ @ b where a is stored (K, M): c[i][j] = Σ_k a[k][i] · b[k][j], a sum of
+// K outer products (the weight gradient dyᵀ @ x). Each W-wide strip of a row
+// of c is summed over a block of k in a register and stored once, while the
+// block's rows of b stay in cache; the first block starts from zero rather
+// than from c, so with one time step (K = 1) c is written exactly once. Only
+// rows [row_begin, row_end) of c are computed, so threads can share the product.
+void matmul_tn(real* c, const real* a, const real* b, int64_t M, int64_t K, int64_t N,
+               int64_t row_begin, int64_t row_end) {
+  constexpr int64_t kBlockK = 64;
+  if (K == 0) std::fill(c + row_begin * N, c + row_end * N, real(0));
+  for (int64_t k0 = 0; k0 < K; k0 += kBlockK) {
+    const int64_t k1 = std::min(K, k0 + kBlockK);
+    const int64_t kc = k1 - k0;
+    std::array<real, kBlockK> column;  // a[k0..k1)[i], copied so stores to c cannot alias it
+    for (int64_t i = row_begin; i < row_end; ++i) {
+      for (int64_t k = 0; k < kc; ++k) column[k] = a[(k0 + k) * M + i];
       real* c_row = c + i * N;
-      map(c_row, N, [&](Batch acc, Batch v, Batch) { return xsimd::fma(scale, v, acc); }, c_row,
-          b_row);
+      const real* b_block = b + k0 * N;
+      int64_t j = 0;
+      for (; j + W <= N; j += W) {
+        Batch acc = k0 == 0 ? Batch(real(0)) : load(c_row + j);
+        for (int64_t k = 0; k < kc; ++k) {
+          acc = xsimd::fma(Batch(column[k]), load(b_block + k * N + j), acc);
+        }
+        acc.store_unaligned(c_row + j);
+      }
+      if (j < N) {
+        const int64_t rest = N - j;
+        Batch acc = k0 == 0 ? Batch(real(0)) : load_partial(c_row + j, rest, 0);
+        for (int64_t k = 0; k < kc; ++k) {
+          acc = xsimd::fma(Batch(column[k]), load_partial(b_block + k * N + j, rest, 0), acc);
+        }
+        store_partial(c_row + j, acc, rest);
+      }
     }
   }
 }
 
 }  // namespace
 
+// Large products are shared between threads by blocks of 4 rows of c (the
+// height of the register blocks above). Every entry of c is still summed by
+// one thread in the order above, so the result does not depend on the thread
+// count (tensor/parallel.hpp).
 void matmul_forward(real* c, const real* a, Layout a_layout, const real* b, Layout b_layout,
                     int64_t M, int64_t K, int64_t N) {
-  if (a_layout == Layout::normal && b_layout == Layout::normal) {
-    matmul_nn(c, a, b, M, K, N);
-  } else if (a_layout == Layout::normal) {
-    matmul_nt(c, a, b, M, K, N);
-  } else if (b_layout == Layout::normal) {
-    matmul_tn(c, a, b, M, K, N);
-  } else {
+  if (a_layout == Layout::transposed && b_layout == Layout::transposed) {
     scalar::matmul_forward(c, a, a_layout, b, b_layout, M, K, N);
+    return;
   }
+  constexpr int64_t kRowsPerBlock = 4;
+  const int64_t blocks = (M + kRowsPerBlock - 1) / kRowsPerBlock;
+  parallel::parallel_for(blocks, M * K * N, [&](int64_t block_begin, int64_t block_end) {
+    const int64_t i0 = block_begin * kRowsPerBlock;
+    const int64_t rows = std::min(M, block_end * kRowsPerBlock) - i0;
+    if (a_layout == Layout::transposed) {
+      matmul_tn(c, a, b, M, K, N, i0, i0 + rows);
+    } else if (b_layout == Layout::normal) {
+      matmul_nn(c + i0 * N, a + i0 * K, b, rows, K, N);
+    } else {
+      matmul_nt(c + i0 * N, a + i0 * K, b, rows, K, N);
+    }
+  });
 }
 
 #else  // ATTOGRAD_USE_SIMD off: the library runs the reference loops.

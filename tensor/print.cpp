@@ -30,8 +30,12 @@ struct Printer {
     out += "[";
     for (int64_t i = 0; i < size; ++i) {
       if (elide && i == kEdgeItems) {
-        out += axis + 1 == t.dim() ? "...," : "...,\n" + std::string(indent + 1, ' ');
-        if (axis + 1 == t.dim()) out += " ";
+        if (axis + 1 == t.dim()) {
+          out += "..., ";
+        } else {
+          out += "...,\n";
+          out.append(indent + 1, ' ');
+        }
         i = size - kEdgeItems;
       }
       if (axis + 1 == t.dim()) {

@@ -117,6 +117,18 @@ Tensor Tensor::as_strided(const Shape& new_shape, const Strides& new_strides,
                           int64_t new_offset) const {
   check(new_shape.size() == new_strides.size(), "as_strided: shape {} has {} dims but {} strides",
         new_shape, new_shape.size(), new_strides.size());
+  if (new_shape.numel() > 0) {
+    // The first and last elements the view can reach must lie inside the storage.
+    int64_t lowest = new_offset, highest = new_offset;
+    for (size_t axis = 0; axis < new_shape.size(); ++axis) {
+      const int64_t reach = (new_shape[axis] - 1) * new_strides[axis];
+      (reach < 0 ? lowest : highest) += reach;
+    }
+    check(lowest >= 0 && highest < storage()->size(),
+          "as_strided: a view of shape {} with strides {} at offset {} reaches elements {}..{}, "
+          "outside the storage of {} elements",
+          new_shape, Shape(new_strides), new_offset, lowest, highest, storage()->size());
+  }
   auto view = std::make_shared<TensorImpl>();
   view->storage = impl().storage;
   view->offset = new_offset;

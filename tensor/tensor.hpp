@@ -4,7 +4,7 @@
 // Tensor shares it, exactly like `b = a` in PyTorch. The numbers live in a
 // 64-byte-aligned Storage that several views may share; a view is
 // (storage, offset, shape, strides), so reshape, transpose, slice and expand
-// can be made without copying (see tensor/view.hpp).
+// can be made without copying (see autograd/ops_shape.cpp).
 //
 // Autograd (autograd/) hangs three things on a TensorImpl: whether it needs a
 // gradient, the gradient once backward() has run, and the graph Node that
@@ -88,7 +88,8 @@ class Tensor {
   Tensor contiguous_data() const;
   // A contiguous copy of the values with no autograd history.
   Tensor clone_data() const;
-  // Another view of the same storage. No checks beyond the storage bounds.
+  // Another view of the same storage. Only checked against the storage bounds
+  // (throws if the view could reach outside them).
   Tensor as_strided(const Shape& shape, const Strides& strides, int64_t offset) const;
   // Fill every element (through the view).
   void fill_(real value);

@@ -1,0 +1,177 @@
+// autograd/ops_gru.cpp — one GRU step as a single graph node.
+//
+// Composed from primitives, a GRU step would record about twenty nodes (two
+// matmuls, bias adds, slices, two sigmoids, a tanh, products and sums), each
+// with its own output buffer and its own pass over memory. Here forward is two
+// matrix products and one fused gate kernel (tensor/kernels_gru.hpp), and
+// backward is one fused gate kernel and the matrix products for the six
+// gradients. tests/nn/test_gru.cpp keeps the composed version as the
+// specification and checks the two agree, values and gradients.
+#include "autograd/op_helpers.hpp"
+#include "autograd/ops.hpp"
+#include "tensor/kernels_gru.hpp"
+
+namespace attograd {
+
+namespace {
+
+using kernels::Layout;
+
+// What backward needs, saved by name. The inputs are detached contiguous
+// views, never the input handles themselves (see autograd/node.hpp).
+struct GruSaved {
+  Tensor x, h, weight_ih, weight_hh;  // (B,in), (B,H), (3H,in), (3H,H)
+  Tensor r, z, n, gh_n;               // (B,H) each, from the forward pass
+  // Which gradients to compute: only those of inputs that require grad.
+  bool need_x, need_h, need_weight_ih, need_weight_hh, need_bias_ih, need_bias_hh;
+};
+
+Tensor saved_values(const Tensor& t) { return t.defined() ? detach(t).contiguous_data() : t; }
+
+// out: (B,N) = input (B,K) @ weightᵀ + bias, with weight stored (N,K) as its
+// module keeps it (so the kernel reads it transposed, no copy) and bias (N)
+// or undefined for none.
+void affine_forward(real* out, const Tensor& input, const Tensor& weight, const Tensor& bias,
+                    int64_t B, int64_t K, int64_t N) {
+  kernels::matmul_forward(out, input.data(), Layout::normal, weight.data(), Layout::transposed, B,
+                          K, N);
+  if (!bias.defined()) return;
+  for (int64_t b = 0; b < B; ++b) kernels::accumulate(out + b * N, bias.data(), N);
+}
+
+void check_gru_shapes(const Tensor& x, const Tensor& h, const Tensor& weight_ih,
+                      const Tensor& weight_hh, const Tensor& bias_ih, const Tensor& bias_hh) {
+  for (const Tensor* t : {&x, &h, &weight_ih, &weight_hh}) detail::check_defined("gru_cell", *t);
+  check(x.dim() == 2 && h.dim() == 2,
+        "gru_cell: x {} and h {} must be 2-D, (batch, input) and (batch, hidden); for a "
+        "sequence use nn::GRU",
+        x.shape(), h.shape());
+  check(x.shape()[0] == h.shape()[0], "gru_cell: x {} and h {} have different batch sizes",
+        x.shape(), h.shape());
+  const int64_t input = x.shape()[1], hidden = h.shape()[1];
+  const Shape weight_ih_shape{3 * hidden, input}, weight_hh_shape{3 * hidden, hidden};
+  const Shape bias_shape{3 * hidden};
+  check(weight_ih.shape() == weight_ih_shape,
+        "gru_cell: weight_ih has shape {}; with x {} and h {} it must be (3·hidden,input) = {}",
+        weight_ih.shape(), x.shape(), h.shape(), weight_ih_shape);
+  check(weight_hh.shape() == weight_hh_shape,
+        "gru_cell: weight_hh has shape {}; with h {} it must be (3·hidden,hidden) = {}",
+        weight_hh.shape(), h.shape(), weight_hh_shape);
+  for (const auto& [name, bias] :
+       {std::pair{"bias_ih", &bias_ih}, std::pair{"bias_hh", &bias_hh}}) {
+    if (!bias->defined()) continue;  // no bias; shape() of it would throw
+    check(bias->shape() == bias_shape,
+          "gru_cell: {} has shape {}; it must be (3·hidden) = {}, or undefined for no bias", name,
+          bias->shape(), bias_shape);
+  }
+}
+
+}  // namespace
+
+// One GRU step (PyTorch's GRUCell), gates stacked r, z, n:
+//
+//   gi = x W_ihᵀ + b_ih         (B,in) @ (in,3H) → (B,3H) = [gi_r | gi_z | gi_n]
+//   gh = h W_hhᵀ + b_hh         (B,H)  @ (H,3H)  → (B,3H) = [gh_r | gh_z | gh_n]
+//   r  = σ(gi_r + gh_r)                  reset gate
+//   z  = σ(gi_z + gh_z)                  update gate
+//   n  = tanh(gi_n + r ⊙ gh_n)           candidate; gh_n = W_hn h + b_hn
+//   h' = (1 − z) ⊙ n + z ⊙ h
+//
+// Backward, given dh' (B,H). Name the pre-activations a_r = gi_r + gh_r,
+// a_z = gi_z + gh_z, a_n = gi_n + r ⊙ gh_n:
+//
+//   dn   = dh' ⊙ (1 − z)                 from h' = (1 − z) ⊙ n + …
+//   dz   = dh' ⊙ (h − n)                 ∂h'/∂z = h − n
+//   da_n = dn ⊙ (1 − n²)                 tanh' = 1 − tanh²
+//   dr   = da_n ⊙ gh_n                   a_n holds r ⊙ (W_hn h + b_hn)
+//   da_r = dr ⊙ r ⊙ (1 − r)              σ' = σ(1 − σ)
+//   da_z = dz ⊙ z ⊙ (1 − z)
+//   dgi  = [da_r | da_z | da_n]          gi enters a_r, a_z, a_n with weight 1
+//   dgh  = [da_r | da_z | r ⊙ da_n]      gh_n enters a_n multiplied by r
+//
+// and then the products, each reading a stored matrix transposed where needed:
+//
+//   dx    = dgi @ W_ih               (B,3H) @ (3H,in) → (B,in)
+//   dh    = z ⊙ dh' + dgh @ W_hh     (B,3H) @ (3H,H)  → (B,H)
+//   dW_ih = dgiᵀ @ x                 (3H,B) @ (B,in)  → (3H,in)
+//   dW_hh = dghᵀ @ h                 (3H,B) @ (B,H)   → (3H,H)
+//   db_ih = Σ_batch dgi,  db_hh = Σ_batch dgh          (3H)
+//
+// h reaches h' by four paths: directly through z ⊙ h (the first term of dh),
+// and through gh into r, into z, and into n via r ⊙ (W_hn h + b_hn) — the
+// three that dgh @ W_hh collects.
+Tensor gru_cell(const Tensor& x_in, const Tensor& h_in, const Tensor& weight_ih_in,
+                const Tensor& weight_hh_in, const Tensor& bias_ih_in, const Tensor& bias_hh_in) {
+  check_gru_shapes(x_in, h_in, weight_ih_in, weight_hh_in, bias_ih_in, bias_hh_in);
+  const int64_t B = x_in.shape()[0], input = x_in.shape()[1], H = h_in.shape()[1];
+
+  GruSaved saved{.x = saved_values(x_in),
+                 .h = saved_values(h_in),
+                 .weight_ih = saved_values(weight_ih_in),
+                 .weight_hh = saved_values(weight_hh_in),
+                 .r = Tensor::empty({B, H}),
+                 .z = Tensor::empty({B, H}),
+                 .n = Tensor::empty({B, H}),
+                 .gh_n = Tensor::empty({B, H}),
+                 .need_x = x_in.requires_grad(),
+                 .need_h = h_in.requires_grad(),
+                 .need_weight_ih = weight_ih_in.requires_grad(),
+                 .need_weight_hh = weight_hh_in.requires_grad(),
+                 .need_bias_ih = bias_ih_in.defined() && bias_ih_in.requires_grad(),
+                 .need_bias_hh = bias_hh_in.defined() && bias_hh_in.requires_grad()};
+
+  Tensor gi = Tensor::empty({B, 3 * H});
+  Tensor gh = Tensor::empty({B, 3 * H});
+  affine_forward(gi.data(), saved.x, saved.weight_ih, saved_values(bias_ih_in), B, input, 3 * H);
+  affine_forward(gh.data(), saved.h, saved.weight_hh, saved_values(bias_hh_in), B, H, 3 * H);
+  Tensor h_new = Tensor::empty({B, H});
+  kernels::gru_gates_forward(h_new.data(), saved.r.data(), saved.z.data(), saved.n.data(),
+                             saved.gh_n.data(), gi.data(), gh.data(), saved.h.data(), B, H);
+
+  // dh' -> gradients of (x, h, W_ih, W_hh, b_ih, b_hh), by the formulas above.
+  auto gradients = [saved = std::move(saved), B, input, H](const Tensor& dh_new_in) {
+    const Tensor dh_new = dh_new_in.contiguous_data();
+    Tensor dgi = Tensor::empty({B, 3 * H});
+    Tensor dgh = Tensor::empty({B, 3 * H});
+    Tensor dh_direct = Tensor::empty({B, H});
+    kernels::gru_gates_backward(dgi.data(), dgh.data(), dh_direct.data(), dh_new.data(),
+                                saved.r.data(), saved.z.data(), saved.n.data(), saved.gh_n.data(),
+                                saved.h.data(), B, H);
+
+    Tensor dx, dh, dweight_ih, dweight_hh, dbias_ih, dbias_hh;
+    if (saved.need_x) {  // dgi @ W_ih
+      dx = Tensor::empty({B, input});
+      kernels::matmul_forward(dx.data(), dgi.data(), Layout::normal, saved.weight_ih.data(),
+                              Layout::normal, B, 3 * H, input);
+    }
+    if (saved.need_h) {  // z ⊙ dh' + dgh @ W_hh
+      dh = Tensor::empty({B, H});
+      kernels::matmul_forward(dh.data(), dgh.data(), Layout::normal, saved.weight_hh.data(),
+                              Layout::normal, B, 3 * H, H);
+      kernels::accumulate(dh.data(), dh_direct.data(), B * H);
+    }
+    if (saved.need_weight_ih) {  // dgiᵀ @ x, reading dgi (B,3H) as (3H,B)
+      dweight_ih = Tensor::empty({3 * H, input});
+      kernels::matmul_forward(dweight_ih.data(), dgi.data(), Layout::transposed, saved.x.data(),
+                              Layout::normal, 3 * H, B, input);
+    }
+    if (saved.need_weight_hh) {  // dghᵀ @ h
+      dweight_hh = Tensor::empty({3 * H, H});
+      kernels::matmul_forward(dweight_hh.data(), dgh.data(), Layout::transposed, saved.h.data(),
+                              Layout::normal, 3 * H, B, H);
+    }
+    if (saved.need_bias_ih) {  // Σ over the batch
+      dbias_ih = Tensor::empty({3 * H});
+      kernels::sum_axis_forward(dbias_ih.data(), dgi.data(), 1, B, 3 * H);
+    }
+    if (saved.need_bias_hh) {
+      dbias_hh = Tensor::empty({3 * H});
+      kernels::sum_axis_forward(dbias_hh.data(), dgh.data(), 1, B, 3 * H);
+    }
+    return std::vector<Tensor>{dx, dh, dweight_ih, dweight_hh, dbias_ih, dbias_hh};
+  };
+  return record("gru_cell", h_new, {x_in, h_in, weight_ih_in, weight_hh_in, bias_ih_in, bias_hh_in},
+                std::move(gradients));
+}
+
+}  // namespace attograd

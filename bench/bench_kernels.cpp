@@ -1,0 +1,253 @@
+// bench/bench_kernels.cpp — how fast are the kernels on this machine?
+//
+//   ./build/bench/bench_kernels            (the float library, one core)
+//
+// Three tables:
+//   1. The machine's single-core FMA peak, measured here: a loop of
+//      independent xsimd FMAs on registers, no memory traffic, so it runs at
+//      the core's FMA throughput. That is the ceiling for every other number.
+//   2. matmul GFLOP/s (2·M·K·N flops per product) for square sizes and for
+//      the shapes a seq2seq decoder step hits (one row times a weight stored
+//      (out, in), the NT layout), with the fraction of the peak.
+//   3. SIMD versus the scalar reference loops (kernels::scalar) for exp,
+//      tanh, softmax rows and sum.
+// Every figure is the median of 7 timed samples; each sample repeats the
+// work until it takes at least 20 ms of this thread's CPU time (not wall
+// time, so other processes sharing the core do not inflate the numbers). Timings are for reading, never for
+// pass/fail: the tests check correctness only.
+#include <fmt/core.h>
+#include <xsimd/xsimd.hpp>
+
+#include <algorithm>
+#include <array>
+#include <ctime>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "attograd.hpp"
+#include "tensor/parallel.hpp"
+
+using namespace attograd;
+
+namespace {
+
+constexpr int kSamples = 7;
+constexpr double kMinimumSampleSeconds = 0.02;
+
+// Seconds of CPU time this thread has used. The machine may be shared (CI,
+// several builds on two cores), so wall-clock time would count the time the
+// thread spent waiting for a core; thread CPU time counts only the time it ran.
+double thread_seconds() {
+  timespec now{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+  return double(now.tv_sec) + 1e-9 * double(now.tv_nsec);
+}
+
+// How many calls of `work` make one sample of at least kMinimumSampleSeconds.
+template <typename Work>
+int64_t calls_per_sample(Work&& work) {
+  int64_t calls = 1;
+  for (;;) {
+    const double start = thread_seconds();
+    for (int64_t i = 0; i < calls; ++i) work();
+    const double seconds = thread_seconds() - start;
+    if (seconds >= kMinimumSampleSeconds) return calls;
+    calls *= seconds < kMinimumSampleSeconds / 10 ? 10 : 2;
+  }
+}
+
+// Seconds per call, averaged over one sample of `calls` calls.
+template <typename Work>
+double sample_seconds(Work&& work, int64_t calls) {
+  const double start = thread_seconds();
+  for (int64_t i = 0; i < calls; ++i) work();
+  return (thread_seconds() - start) / double(calls);
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+// Median over kSamples of the seconds one call of `work` takes.
+template <typename Work>
+double median_seconds(Work&& work) {
+  const int64_t calls = calls_per_sample(work);
+  std::vector<double> samples;
+  for (int s = 0; s < kSamples; ++s) samples.push_back(sample_seconds(work, calls));
+  return median(samples);
+}
+
+// ---- 1. FMA peak ------------------------------------------------------------
+
+// acc_j = acc_j · m + a for 12 accumulators: 12 independent dependency chains
+// are more than (FMA latency × FMA units) on current x86 and ARM cores, so
+// the loop is limited by FMA throughput alone. All values stay in registers.
+class FmaPeak {
+ public:
+  static constexpr int kAccumulators = 12;
+  static constexpr int64_t kIterations = 1 << 16;
+  using Batch = xsimd::batch<real>;
+
+  void operator()() {
+    Batch acc[kAccumulators];
+    for (int j = 0; j < kAccumulators; ++j) acc[j] = Batch(real(j + 1) * real(1e-3));
+    const Batch m(real(0.999999)), a(real(1e-7));
+    for (int64_t i = 0; i < kIterations; ++i) {
+      for (int j = 0; j < kAccumulators; ++j) acc[j] = xsimd::fma(acc[j], m, a);
+    }
+    Batch total = acc[0];
+    for (int j = 1; j < kAccumulators; ++j) total += acc[j];
+    total.store_unaligned(sink_.data());  // keeps the loop from being optimised away
+  }
+  static double flops() { return 2.0 * double(Batch::size) * kAccumulators * double(kIterations); }
+
+ private:
+  std::array<real, Batch::size> sink_{};
+};
+
+double fma_peak_gflops() {
+  FmaPeak peak;
+  return FmaPeak::flops() / median_seconds(peak) * 1e-9;
+}
+
+// ---- 2. matmul ----------------------------------------------------------------
+
+struct MatmulCase {
+  std::string name;
+  int64_t M, K, N;
+  kernels::Layout a_layout, b_layout;
+  bool with_scalar;  // also time the scalar loop (skipped where it would take long)
+};
+
+void matmul_table() {
+  using kernels::Layout;
+  const std::vector<MatmulCase> cases = {
+      {"64 x 64 @ 64 x 64 (NN)", 64, 64, 64, Layout::normal, Layout::normal, true},
+      {"128 x 128 @ 128 x 128 (NN)", 128, 128, 128, Layout::normal, Layout::normal, true},
+      {"256 x 256 @ 256 x 256 (NN)", 256, 256, 256, Layout::normal, Layout::normal, true},
+      {"512 x 512 @ 512 x 512 (NN)", 512, 512, 512, Layout::normal, Layout::normal, false},
+      {"256 x 256 @ (256 x 256)T (NT)", 256, 256, 256, Layout::normal, Layout::transposed, true},
+      {"(256 x 256)T @ 256 x 256 (TN)", 256, 256, 256, Layout::transposed, Layout::normal, true},
+      {"1 x 256 @ (768 x 256)T (NT, GRU gates)", 1, 256, 768, Layout::normal, Layout::transposed,
+       true},
+      {"1 x 256 @ (2803 x 256)T (NT, output layer)", 1, 256, 2803, Layout::normal,
+       Layout::transposed, true},
+      {"64 x 256 @ (768 x 256)T (NT, batch 64)", 64, 256, 768, Layout::normal, Layout::transposed,
+       true},
+  };
+  fmt::print(
+      "\n2. matmul, one core (medians of {} samples; each sample's share of the peak is taken\n"
+      "   against an FMA-peak sample measured just before it)\n\n",
+      kSamples);
+  fmt::print("{:<44} {:>10} {:>8} {:>12} {:>8}\n", "shape (layout)", "GFLOP/s", "of peak",
+             "scalar GF/s", "speedup");
+  Generator generator(1);
+  FmaPeak fma_peak;
+  const int64_t peak_calls = calls_per_sample(fma_peak);
+  for (const MatmulCase& c : cases) {
+    const std::vector<real> a = uniform({c.M * c.K}, -1, 1, generator).to_vector();
+    const std::vector<real> b = uniform({c.K * c.N}, -1, 1, generator).to_vector();
+    std::vector<real> out(c.M * c.N);
+    const double flops = 2.0 * double(c.M) * double(c.K) * double(c.N);
+    auto product = [&] {
+      kernels::matmul_forward(out.data(), a.data(), c.a_layout, b.data(), c.b_layout, c.M, c.K,
+                              c.N);
+    };
+    const int64_t calls = calls_per_sample(product);
+    std::vector<double> gflops, shares;
+    for (int s = 0; s < kSamples; ++s) {
+      const double peak_now = FmaPeak::flops() / sample_seconds(fma_peak, peak_calls) * 1e-9;
+      gflops.push_back(flops / sample_seconds(product, calls) * 1e-9);
+      shares.push_back(gflops.back() / peak_now);
+    }
+    const double simd = median(gflops);
+    if (c.with_scalar) {
+      const double scalar = flops / median_seconds([&] {
+                              kernels::scalar::matmul_forward(out.data(), a.data(), c.a_layout,
+                                                              b.data(), c.b_layout, c.M, c.K, c.N);
+                            }) * 1e-9;
+      fmt::print("{:<44} {:>10.1f} {:>7.0f}% {:>12.2f} {:>7.1f}x\n", c.name, simd,
+                 100 * median(shares), scalar, simd / scalar);
+    } else {
+      fmt::print("{:<44} {:>10.1f} {:>7.0f}% {:>12} {:>8}\n", c.name, simd,
+                 100 * median(shares), "-", "-");
+    }
+  }
+}
+
+// ---- 3. SIMD versus scalar -----------------------------------------------------
+
+void speedup_row(const std::string& name, const std::string& size, int64_t elements,
+                 const std::function<void()>& simd, const std::function<void()>& scalar) {
+  const double simd_seconds = median_seconds(simd);
+  const double scalar_seconds = median_seconds(scalar);
+  fmt::print("{:<22} {:<16} {:>12.3f} {:>12.3f} {:>8.1f}x\n", name, size,
+             scalar_seconds / double(elements) * 1e9, simd_seconds / double(elements) * 1e9,
+             scalar_seconds / simd_seconds);
+}
+
+void speedup_table() {
+  fmt::print("\n3. SIMD versus the scalar reference loops (median of {} samples)\n\n", kSamples);
+  fmt::print("{:<22} {:<16} {:>12} {:>12} {:>9}\n", "kernel", "size", "scalar ns/el",
+             "simd ns/el", "speedup");
+  Generator generator(2);
+  constexpr int64_t n = 4096;
+  const std::vector<real> x = uniform({n}, -4, 4, generator).to_vector();
+  std::vector<real> out(n);
+  speedup_row(
+      "exp", "4096", n, [&] { kernels::unary_forward(kernels::Unary::exp, out.data(), x.data(), n); },
+      [&] { kernels::scalar::unary_forward(kernels::Unary::exp, out.data(), x.data(), n); });
+  speedup_row(
+      "tanh", "4096", n,
+      [&] { kernels::unary_forward(kernels::Unary::tanh, out.data(), x.data(), n); },
+      [&] { kernels::scalar::unary_forward(kernels::Unary::tanh, out.data(), x.data(), n); });
+
+  constexpr int64_t rows = 64, cols = 2803;  // a batch of output-layer rows
+  const std::vector<real> logits = uniform({rows * cols}, -4, 4, generator).to_vector();
+  std::vector<real> probabilities(rows * cols);
+  speedup_row(
+      "softmax rows", "64 x 2803", rows * cols,
+      [&] { kernels::softmax_forward(probabilities.data(), logits.data(), rows, cols); },
+      [&] { kernels::scalar::softmax_forward(probabilities.data(), logits.data(), rows, cols); });
+  speedup_row(
+      "log_softmax rows", "64 x 2803", rows * cols,
+      [&] { kernels::log_softmax_forward(probabilities.data(), logits.data(), rows, cols); },
+      [&] { kernels::scalar::log_softmax_forward(probabilities.data(), logits.data(), rows, cols); });
+
+  constexpr int64_t long_n = 1 << 16;
+  const std::vector<real> values = uniform({long_n}, -1, 1, generator).to_vector();
+  real total = 0;
+  speedup_row(
+      "sum", "65536", long_n, [&] { kernels::sum_axis_forward(&total, values.data(), 1, long_n, 1); },
+      [&] { kernels::scalar::sum_axis_forward(&total, values.data(), 1, long_n, 1); });
+}
+
+std::string cpu_model() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line)) {
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  }
+  return "unknown CPU";
+}
+
+}  // namespace
+
+int main() {
+  // One core throughout: large products would otherwise be shared between
+  // threads (tensor/parallel.hpp), and the thread-CPU-time clock used here
+  // counts only the calling thread.
+  const int threads = parallel::num_threads();
+  parallel::set_num_threads(1);
+  fmt::print("attograd kernel benchmark (1 thread; the library would use {})\n", threads);
+  fmt::print("CPU: {}; kernels: {}\n", cpu_model(), kernels::simd_description());
+  const double peak = fma_peak_gflops();
+  fmt::print("\n1. FMA peak, one core: {:.1f} GFLOP/s ({}-lane {} FMAs, 12 chains, registers only)\n",
+             peak, xsimd::batch<real>::size, sizeof(real) == 4 ? "float" : "double");
+  matmul_table();
+  speedup_table();
+  return 0;
+}

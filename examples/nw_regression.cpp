@@ -1,0 +1,453 @@
+// examples/nw_regression.cpp — attention pooling as Nadaraya–Watson kernel
+// regression, from the study note in /work/shared/seeds/000_*.
+//
+// Fits y = 2·sin(x) + x^0.8 + ε from 50 noisy samples with four estimators —
+// average pooling, Gaussian attention pooling, Nadaraya–Watson with a chosen
+// kernel, and attention pooling with a learned width w — prints each one's
+// test error, and draws the fits, the training loss, the attention weights
+// and the kernels as SVG pictures (models/nw_regression.hpp has the maths).
+//
+//   nw_regression                          # 100 epochs, scalar w, pictures in out/nw_regression
+//   nw_regression --epochs 5 --w vector    # the seed's short schedule, one w per key
+//   nw_regression --kernel boxcar --bandwidth 0.5
+//   nw_regression --seeds 20               # mean test errors over seeds 0…19 (a table)
+//   nw_regression --json                   # one summary line for scripts
+#include "models/nw_regression.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include "examples/common/cli.hpp"
+#include "examples/common/svg_plot.hpp"
+#include "tensor/atomic_file.hpp"
+
+using namespace attograd;
+using namespace attograd::nw_regression;
+
+namespace {
+
+struct Options {
+  std::int64_t seed = 0;
+  int epochs = 100;
+  double lr = 0.5;
+  std::string kernel = "gaussian";
+  double bandwidth = 1.0;
+  std::string w = "scalar";
+  std::string out = "out/nw_regression";
+  bool json = false;
+  int seeds = 1;
+};
+
+ExperimentOptions experiment_options(const Options& options, uint64_t seed, WeightShape shape) {
+  return ExperimentOptions()
+      .seed(seed)
+      .epochs(options.epochs)
+      .lr(options.lr)
+      .kernel(kernel_from_string(options.kernel))
+      .bandwidth(options.bandwidth)
+      .weight_shape(shape);
+}
+
+std::vector<double> to_doubles(const Tensor& t) {
+  const std::vector<real> values = t.to_vector();
+  return {values.begin(), values.end()};
+}
+
+std::string kernel_title(Kernel kernel) {
+  switch (kernel) {
+    case Kernel::gaussian:
+      return "Gaussian";
+    case Kernel::boxcar:
+      return "Boxcar";
+    case Kernel::epanechnikov:
+      return "Epanechnikov";
+  }
+  return "";
+}
+
+// The learned w in words: "w = 2.31" or "w: 49 entries, mean 1.87".
+std::string describe_w(const Tensor& w) {
+  const std::vector<double> values = to_doubles(w);
+  if (values.size() == 1) return fmt::format("w = {:.3g}", values[0]);
+  double total = 0;
+  for (double value : values) total += value;
+  return fmt::format("w: {} entries, mean {:.3g}", values.size(),
+                     total / static_cast<double>(values.size()));
+}
+
+double mean_of(const Tensor& t) {
+  const std::vector<double> values = to_doubles(t);
+  double total = 0;
+  for (double value : values) total += value;
+  return total / static_cast<double>(values.size());
+}
+
+// ---------------------------------------------------------------- pictures
+
+// One y range for every fit, so the pictures can be compared side by side.
+std::pair<double, double> fit_y_limits(const Dataset& data) {
+  std::vector<double> all = to_doubles(data.y_train);
+  const std::vector<double> truth = to_doubles(data.y_truth);
+  all.insert(all.end(), truth.begin(), truth.end());
+  const auto [low, high] = std::minmax_element(all.begin(), all.end());
+  return {std::floor(*low - 0.5), std::ceil(*high + 0.5)};
+}
+
+// Truth, prediction and the training samples over the test inputs.
+plot::LineChart fit_chart(const Dataset& data, const std::string& title, const std::string& name,
+                          const Tensor& prediction) {
+  const auto [low, high] = fit_y_limits(data);
+  plot::LineChart chart;
+  chart.title(title)
+      .x_label("x")
+      .y_label("y")
+      .x_limits(0, 6)
+      .y_limits(low, high)
+      .legend(plot::LegendPosition::lower_left)
+      .line("Truth", to_doubles(data.x_test), to_doubles(data.y_truth))
+      .line(name, to_doubles(data.x_test), to_doubles(prediction), {.dashed = true})
+      .scatter("Training samples", to_doubles(data.x_train), to_doubles(data.y_train),
+               {.alpha = 0.5});
+  return chart;
+}
+
+plot::Heatmap attention_heatmap(const std::string& title, const Pooling& pooling,
+                                const Tensor& queries, const Tensor& keys) {
+  const std::size_t rows = static_cast<std::size_t>(pooling.attention_weights.size(0));
+  const std::size_t cols = static_cast<std::size_t>(pooling.attention_weights.size(1));
+  plot::Heatmap heatmap(rows, cols, to_doubles(pooling.attention_weights));
+  heatmap.title(title)
+      .x_label("Sorted training inputs (keys)")
+      .y_label("Test inputs (queries)")
+      .row_values(to_doubles(queries))
+      .column_values(to_doubles(keys))
+      .colormap(plot::Colormap::reds())
+      .colorbar_label("Attention weight")
+      .size(560, 560);
+  return heatmap;
+}
+
+// Every picture of one run, as (file name, SVG text); nothing is written yet.
+std::vector<std::pair<std::string, std::string>> draw_pictures(const Options& options,
+                                                               const ExperimentResult& result) {
+  const Dataset& data = result.data;
+  const Kernel kernel = kernel_from_string(options.kernel);
+  const std::string sigma = fmt::format("σ = {:g}", options.bandwidth);
+  const std::string learned_name =
+      fmt::format("Learned attention ({} w)", options.w == "scalar" ? "scalar" : "vector");
+  std::vector<std::pair<std::string, std::string>> pictures;
+
+  pictures.emplace_back(
+      "nw_fit_average.svg",
+      fit_chart(data, fmt::format("Average pooling — test MSE {:.3f}", result.mse_average),
+                "Average pooling", result.average)
+          .to_svg());
+  pictures.emplace_back(
+      "nw_fit_nonparametric.svg",
+      fit_chart(data,
+                fmt::format("Nadaraya–Watson, {} kernel, {} — test MSE {:.3f}",
+                            kernel_title(kernel), sigma, result.mse_kernel),
+                fmt::format("{} kernel", kernel_title(kernel)), result.kernel.predictions)
+          .to_svg());
+  pictures.emplace_back(
+      "nw_fit_learned.svg",
+      fit_chart(data,
+                fmt::format("Learned attention, {}, {} epochs — test MSE {:.3f}",
+                            describe_w(result.w), options.epochs, result.mse_learned),
+                learned_name, result.learned.predictions)
+          .to_svg());
+
+  // The three kernels' fits at one bandwidth.
+  {
+    const auto [low, high] = fit_y_limits(data);
+    plot::LineChart chart;
+    chart.title(fmt::format("Nadaraya–Watson with three kernels, {}", sigma))
+        .x_label("x")
+        .y_label("y")
+        .x_limits(0, 6)
+        .y_limits(low, high)
+        .legend(plot::LegendPosition::lower_left)
+        .line("Truth", to_doubles(data.x_test), to_doubles(data.y_truth));
+    for (std::size_t i = 0; i < kAllKernels.size(); ++i) {
+      chart.line(
+          fmt::format("{} (MSE {:.3f})", kernel_title(kAllKernels[i]), result.mse_kernels[i]),
+          to_doubles(data.x_test), to_doubles(result.kernels[i].predictions), {.dashed = true});
+    }
+    chart.scatter("Training samples", to_doubles(data.x_train), to_doubles(data.y_train),
+                  {.alpha = 0.4});
+    pictures.emplace_back("nw_fit_kernels.svg", chart.to_svg());
+  }
+
+  // The training loss.
+  {
+    std::vector<double> epochs;
+    for (std::size_t i = 0; i < result.training.losses.size(); ++i) {
+      epochs.push_back(static_cast<double>(i + 1));
+    }
+    plot::LineChart chart;
+    chart.title(fmt::format("Training loss, {} w, lr {:g}", options.w, options.lr))
+        .x_label("Epoch")
+        .y_label("Σ squared error (leave-one-out)")
+        .line("Training loss", epochs, result.training.losses);
+    pictures.emplace_back("nw_loss.svg", chart.to_svg());
+  }
+
+  pictures.emplace_back("nw_attention_nonparametric.svg",
+                        attention_heatmap(fmt::format("Attention weights, {} kernel, {}",
+                                                      kernel_title(kernel), sigma),
+                                          result.kernel, data.x_test, data.x_train)
+                            .to_svg());
+  pictures.emplace_back(
+      "nw_attention_learned.svg",
+      attention_heatmap(fmt::format("Attention weights, learned {}", describe_w(result.w)),
+                        result.learned, data.x_test, result.learned_keys)
+          .to_svg());
+
+  // The kernels' shapes, K(u) for u = (x − xᵢ)/σ.
+  {
+    std::vector<double> us;
+    for (int i = 0; i <= 1000; ++i) us.push_back(-3.0 + 6.0 * i / 1000);
+    plot::LineChart chart;
+    chart.title("Kernels K(u), u = (x − xᵢ)/σ")
+        .x_label("u")
+        .y_label("K(u)")
+        .y_limits(0, 1.1)
+        .legend(plot::LegendPosition::upper_right);
+    for (Kernel each : kAllKernels) {
+      std::vector<double> values;
+      for (double u : us) values.push_back(kernel_value(each, u));
+      chart.line(kernel_title(each), us, values);
+    }
+    pictures.emplace_back("nw_kernels.svg", chart.to_svg());
+  }
+  return pictures;
+}
+
+// Makes --out (and its parents) or says why not, before any work is done.
+void prepare_output_folder(const std::filesystem::path& folder) {
+  std::error_code error;
+  std::filesystem::create_directories(folder, error);
+  if (!error && !std::filesystem::is_directory(folder, error)) {
+    error = std::make_error_code(std::errc::not_a_directory);
+  }
+  if (error) {
+    throw cli::UsageError(
+        fmt::format("--out: cannot create the folder '{}' ({}); give a folder "
+                    "path that can be created and written",
+                    folder.string(), error.message()));
+  }
+}
+
+// ---------------------------------------------------------------- one run
+
+int run_once(const Options& options) {
+  const std::filesystem::path out = options.out;
+  prepare_output_folder(out);
+
+  const bool terminal = ::isatty(::fileno(stdout)) != 0;
+  // With --json nothing but the summary goes to stdout (and nothing interrupts the clock).
+  std::function<void(int64_t, double)> on_epoch;
+  if (!options.json) {
+    on_epoch = [&](int64_t epoch, double loss) {
+      if (terminal) {
+        fmt::print("\repoch {:>4}/{}  loss {:.6f}", epoch, options.epochs, loss);
+        if (epoch == options.epochs) fmt::print("\n");
+        std::fflush(stdout);
+      } else {
+        fmt::print("epoch {}, loss {:.6f}\n", epoch, loss);
+      }
+    };
+  }
+  const ExperimentResult result =
+      run_experiment(experiment_options(options, static_cast<uint64_t>(options.seed),
+                                        weight_shape_from_string(options.w)),
+                     on_epoch);
+
+  // Every picture is drawn before the first one is written.
+  const auto pictures = draw_pictures(options, result);
+  for (const auto& [name, svg] : pictures) {
+    write_file_atomically(out / name, svg);
+  }
+
+  const double final_loss = result.training.losses.back();
+  if (options.json) {
+    nlohmann::json summary = {
+        {"seed", options.seed},
+        {"epochs", options.epochs},
+        {"lr", options.lr},
+        {"kernel", options.kernel},
+        {"bandwidth", options.bandwidth},
+        {"w_shape", options.w},
+        {"mse",
+         {{"average", result.mse_average},
+          {"attention", result.mse_attention},
+          {"kernel", result.mse_kernel},
+          {"learned", result.mse_learned}}},
+        {"kernel_mse", nlohmann::json::object()},
+        {"final_loss", final_loss},
+        {"w_mean", mean_of(result.w)},
+        {"train_ms", result.training.compute_ms},
+        {"out", out.string()},
+    };
+    for (std::size_t i = 0; i < kAllKernels.size(); ++i) {
+      summary["kernel_mse"][std::string(to_string(kAllKernels[i]))] = result.mse_kernels[i];
+    }
+    const std::vector<double> w = to_doubles(result.w);
+    summary["w"] = w.size() == 1 ? nlohmann::json(w[0]) : nlohmann::json(w);
+    fmt::print("{}\n", summary.dump());
+    return 0;
+  }
+
+  fmt::print("\ntest MSE against the noise-free truth ({} inputs 0 … {:g}):\n",
+             result.data.x_test.numel(), to_doubles(result.data.x_test).back());
+  fmt::print("  {:<44} {:.4f}\n", "average pooling", result.mse_average);
+  fmt::print("  {:<44} {:.4f}\n", "attention pooling (Gaussian, σ = 1)", result.mse_attention);
+  for (std::size_t i = 0; i < kAllKernels.size(); ++i) {
+    const std::string name =
+        fmt::format("Nadaraya–Watson, {}, σ = {:g}{}", to_string(kAllKernels[i]), options.bandwidth,
+                    to_string(kAllKernels[i]) == options.kernel ? " *" : "");
+    fmt::print("  {:<44} {:.4f}\n", name, result.mse_kernels[i]);
+  }
+  fmt::print("  {:<44} {:.4f}\n",
+             fmt::format("learned attention ({} w, {} epochs)", options.w, options.epochs),
+             result.mse_learned);
+  fmt::print("\nfinal training loss {:.6f}; learned {}\n", final_loss, describe_w(result.w));
+  fmt::print("training: {} epochs in {:.3f} ms of compute\n", options.epochs,
+             result.training.compute_ms);
+  fmt::print("pictures ({} SVG files) written to {}/  (* = drawn as the nonparametric fit)\n",
+             pictures.size(), out.string());
+  return 0;
+}
+
+// ---------------------------------------------------------------- many seeds
+
+struct Statistic {
+  std::vector<double> values;
+  double mean() const {
+    double total = 0;
+    for (double value : values) total += value;
+    return total / static_cast<double>(values.size());
+  }
+  // The sample standard deviation (0 for a single value).
+  double stddev() const {
+    if (values.size() < 2) return 0;
+    const double average = mean();
+    double total = 0;
+    for (double value : values) total += (value - average) * (value - average);
+    return std::sqrt(total / static_cast<double>(values.size() - 1));
+  }
+  double median() const {
+    std::vector<double> sorted = values;
+    std::sort(sorted.begin(), sorted.end());
+    const std::size_t middle = sorted.size() / 2;
+    return sorted.size() % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
+  }
+};
+
+// Seeds seed … seed + N − 1, both shapes of w: a Markdown table of the mean
+// test errors (no pictures).
+int run_seeds(const Options& options) {
+  std::vector<std::pair<std::string, Statistic>> rows = {
+      {"average pooling", {}},
+      {"attention pooling (Gaussian, σ = 1)", {}},
+  };
+  for (Kernel kernel : kAllKernels) {
+    rows.push_back(
+        {fmt::format("Nadaraya–Watson, {}, σ = {:g}", to_string(kernel), options.bandwidth), {}});
+  }
+  rows.push_back({fmt::format("learned attention, scalar w, {} epochs", options.epochs), {}});
+  rows.push_back({fmt::format("learned attention, vector w, {} epochs", options.epochs), {}});
+  Statistic scalar_loss, vector_loss, scalar_ms, vector_ms, scalar_w;
+  int loss_fell = 0;
+
+  for (int i = 0; i < options.seeds; ++i) {
+    const uint64_t seed = static_cast<uint64_t>(options.seed) + static_cast<uint64_t>(i);
+    const ExperimentResult scalar =
+        run_experiment(experiment_options(options, seed, WeightShape::scalar));
+    const ExperimentResult vector =
+        run_experiment(experiment_options(options, seed, WeightShape::vector));
+    rows[0].second.values.push_back(scalar.mse_average);
+    rows[1].second.values.push_back(scalar.mse_attention);
+    for (std::size_t k = 0; k < kAllKernels.size(); ++k) {
+      rows[2 + k].second.values.push_back(scalar.mse_kernels[k]);
+    }
+    rows[5].second.values.push_back(scalar.mse_learned);
+    rows[6].second.values.push_back(vector.mse_learned);
+    scalar_loss.values.push_back(scalar.training.losses.back());
+    vector_loss.values.push_back(vector.training.losses.back());
+    scalar_ms.values.push_back(scalar.training.compute_ms);
+    vector_ms.values.push_back(vector.training.compute_ms);
+    scalar_w.values.push_back(mean_of(scalar.w));
+    for (const ExperimentResult* run : {&scalar, &vector}) {
+      if (run->training.losses.back() < run->training.losses.front()) ++loss_fell;
+    }
+  }
+
+  if (options.json) {
+    nlohmann::json summary = {{"seeds", options.seeds},
+                              {"first_seed", options.seed},
+                              {"epochs", options.epochs},
+                              {"lr", options.lr},
+                              {"bandwidth", options.bandwidth}};
+    for (const auto& [name, statistic] : rows) {
+      summary["mse"][name] = {{"mean", statistic.mean()}, {"std", statistic.stddev()}};
+    }
+    summary["final_loss"] = {{"scalar", scalar_loss.mean()}, {"vector", vector_loss.mean()}};
+    summary["train_ms_median"] = {{"scalar", scalar_ms.median()}, {"vector", vector_ms.median()}};
+    summary["w_scalar_mean"] = scalar_w.mean();
+    fmt::print("{}\n", summary.dump());
+    return 0;
+  }
+
+  fmt::print("Test MSE against the noise-free truth, seeds {}…{} (mean ± standard deviation):\n\n",
+             options.seed, options.seed + options.seeds - 1);
+  fmt::print("| estimator | test MSE |\n|---|---|\n");
+  for (const auto& [name, statistic] : rows) {
+    fmt::print("| {} | {:.3f} ± {:.3f} |\n", name, statistic.mean(), statistic.stddev());
+  }
+  fmt::print("\nlearned scalar w: mean {:.3f} ± {:.3f}\n", scalar_w.mean(), scalar_w.stddev());
+  fmt::print("final training loss: scalar {:.3f}, vector {:.3f} (mean); fell in {} of {} runs\n",
+             scalar_loss.mean(), vector_loss.mean(), loss_fell, 2 * options.seeds);
+  fmt::print("training compute, median of {} runs: scalar {:.3f} ms, vector {:.3f} ms\n",
+             options.seeds, scalar_ms.median(), vector_ms.median());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options options;
+  cli::Parser parser("nw_regression",
+                     "Attention pooling as Nadaraya-Watson kernel regression: fits\n"
+                     "y = 2 sin(x) + x^0.8 + noise with average pooling, Gaussian attention\n"
+                     "pooling, a chosen kernel, and attention with a learned width w, then\n"
+                     "draws the fits, the loss, the attention weights and the kernels as SVG.");
+  parser
+      .flag("seed", options.seed, "random seed for the data and w's initial value",
+            cli::non_negative())
+      .flag("epochs", options.epochs, "training epochs of the learned attention", cli::positive())
+      .flag("lr", options.lr, "SGD learning rate", cli::positive())
+      .choice("kernel", options.kernel, {"gaussian", "boxcar", "epanechnikov"},
+              "kernel of the nonparametric Nadaraya-Watson fit")
+      .flag("bandwidth", options.bandwidth, "kernel bandwidth sigma", cli::positive())
+      .choice("w", options.w, {"scalar", "vector"},
+              "learned w: one width, or one per key (n - 1, as the seed)")
+      .flag("out", options.out, "folder for the SVG pictures (created if missing)")
+      .flag("json", options.json, "print one JSON summary line instead of the report")
+      .flag("seeds", options.seeds,
+            "average the test errors over this many seeds from --seed (a table, no pictures)",
+            cli::positive());
+  return cli::run_main(parser, argc, argv,
+                       [&] { return options.seeds > 1 ? run_seeds(options) : run_once(options); });
+}

@@ -1,0 +1,397 @@
+// tests/examples/test_nw_regression_cli.cpp — the nw_regression program as a
+// user runs it: the report, the --json line, every SVG picture (parsed with
+// expat, checked for its series, points and heatmap cells), and the one-line
+// errors with exit status 2 that leave nothing behind.
+//
+// It runs the built binary ATTOGRAD_BINARY_DIR/examples/nw_regression, so the
+// example target must be built before the tests run (CI builds everything).
+#include <expat.h>
+#include <fmt/format.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const fs::path kBinary = fs::path(ATTOGRAD_BINARY_DIR) / "examples" / "nw_regression";
+
+// The picture files one run writes.
+const std::vector<std::string> kPictures = {"nw_fit_average.svg",
+                                            "nw_fit_nonparametric.svg",
+                                            "nw_fit_learned.svg",
+                                            "nw_fit_kernels.svg",
+                                            "nw_loss.svg",
+                                            "nw_attention_nonparametric.svg",
+                                            "nw_attention_learned.svg",
+                                            "nw_kernels.svg"};
+
+// A fresh folder under the system's temporary folder, removed afterwards.
+struct TemporaryFolder {
+  fs::path path;
+  TemporaryFolder() {
+    static int counter = 0;
+    path = fs::temp_directory_path() / fmt::format("attograd_nw_cli_{}_{}", ::getpid(), counter++);
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TemporaryFolder() {
+    std::error_code ignored;
+    fs::remove_all(path, ignored);
+  }
+};
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+std::string quoted(const std::string& text) {
+  std::string out = "'";
+  for (char c : text) {
+    if (c == '\'') {
+      out.append("'\\''");
+    } else {
+      out.push_back(c);
+    }
+  }
+  out.push_back('\'');
+  return out;
+}
+
+struct Run {
+  int status = -1;
+  std::string out;
+  std::string err;
+};
+
+// Runs the program with `arguments`; stdout and stderr go to files in `scratch`.
+Run run(const std::vector<std::string>& arguments, const fs::path& scratch) {
+  INFO("the example binary " << kBinary.string()
+                             << " is missing: build the nw_regression target "
+                                "(cmake --build <dir> --target nw_regression) "
+                                "before running the tests");
+  REQUIRE(fs::exists(kBinary));
+  std::string command = quoted(kBinary.string());
+  // Appended piece by piece: GCC 12 warns falsely (-Wrestrict) on "literal" + std::string.
+  for (const std::string& argument : arguments) command.append(" ").append(quoted(argument));
+  const fs::path out = scratch / "stdout.txt";
+  const fs::path err = scratch / "stderr.txt";
+  command.append(" > ").append(quoted(out.string()));
+  command.append(" 2> ").append(quoted(err.string())).append(" < /dev/null");
+  const int raw = std::system(command.c_str());
+  Run result;
+  result.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  result.out = read_file(out);
+  result.err = read_file(err);
+  fs::remove(out);
+  fs::remove(err);
+  return result;
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+// What the checks need from a parsed SVG: per series (data-name) its kind and
+// how many points or circles it has, the text, and the heatmap's cell count.
+struct Picture {
+  std::string error;  // empty when well-formed
+  std::string root;
+  std::map<std::string, std::string> series_kind;
+  std::map<std::string, std::size_t> series_points;
+  std::vector<std::string> texts;
+  std::size_t heatmap_cells = 0;
+  bool has_colorbar = false;
+  bool has_legend = false;
+
+  bool has_text(const std::string& needle) const {
+    for (const std::string& text : texts) {
+      if (text.find(needle) != std::string::npos) return true;
+    }
+    return false;
+  }
+  bool has_exact_text(const std::string& wanted) const {
+    for (const std::string& text : texts) {
+      if (text == wanted) return true;
+    }
+    return false;
+  }
+};
+
+Picture parse_picture(const std::string& svg) {
+  struct State {
+    Picture picture;
+    std::vector<std::string> groups;  // class of each open <g>, innermost last
+    std::vector<std::string> names;   // data-name of each open <g>
+    int depth = 0;
+    bool in_text = false;
+  } state;
+  XML_Parser parser = XML_ParserCreate("UTF-8");
+  XML_SetUserData(parser, &state);
+  XML_SetElementHandler(
+      parser,
+      [](void* data, const XML_Char* name, const XML_Char** attributes) {
+        auto& state = *static_cast<State*>(data);
+        std::map<std::string, std::string> attribute;
+        for (int i = 0; attributes[i] != nullptr; i += 2)
+          attribute[attributes[i]] = attributes[i + 1];
+        const std::string tag = name;
+        if (state.depth++ == 0) state.picture.root = tag;
+        const std::string series = state.names.empty() ? "" : state.names.back();
+        const bool in_heatmap = !state.groups.empty() && state.groups.back().find("heatmap") == 0;
+        if (tag == "g") {
+          const std::string group_class = attribute["class"];
+          if (group_class == "series") {
+            state.picture.series_kind[attribute["data-name"]] = attribute["data-kind"];
+            state.picture.series_points[attribute["data-name"]] = 0;
+          }
+          if (group_class == "colorbar") state.picture.has_colorbar = true;
+          if (group_class == "legend") state.picture.has_legend = true;
+          state.groups.push_back(group_class);
+          state.names.push_back(group_class == "series" ? attribute["data-name"] : series);
+        } else if (tag == "polyline" && !series.empty()) {
+          std::istringstream points(attribute["points"]);
+          std::size_t count = 0;
+          for (std::string point; points >> point;) ++count;
+          state.picture.series_points[series] += count;
+        } else if (tag == "circle" && !series.empty()) {
+          ++state.picture.series_points[series];
+        } else if (tag == "rect" && in_heatmap) {
+          ++state.picture.heatmap_cells;
+        } else if (tag == "text" || tag == "tspan") {
+          state.picture.texts.emplace_back();
+          state.in_text = true;
+        }
+      },
+      [](void* data, const XML_Char* name) {
+        auto& state = *static_cast<State*>(data);
+        --state.depth;
+        if (std::string(name) == "g") {
+          state.groups.pop_back();
+          state.names.pop_back();
+        }
+        if (std::string(name) == "text") state.in_text = false;
+      });
+  XML_SetCharacterDataHandler(parser, [](void* data, const XML_Char* text, int length) {
+    auto& state = *static_cast<State*>(data);
+    if (state.in_text) state.picture.texts.back().append(text, static_cast<std::size_t>(length));
+  });
+  if (XML_Parse(parser, svg.data(), static_cast<int>(svg.size()), /*isFinal=*/1) ==
+      XML_STATUS_ERROR) {
+    state.picture.error = fmt::format("line {}: {}", XML_GetCurrentLineNumber(parser),
+                                      XML_ErrorString(XML_GetErrorCode(parser)));
+  }
+  XML_ParserFree(parser);
+  return state.picture;
+}
+
+Picture load_picture(const fs::path& path) {
+  INFO(path.string());
+  REQUIRE(fs::exists(path));
+  Picture picture = parse_picture(read_file(path));
+  REQUIRE(picture.error == "");
+  REQUIRE(picture.root == "svg");
+  return picture;
+}
+
+// A fit picture: the truth and the prediction over the 60 test inputs, the
+// 50 training samples scattered, and a legend.
+void check_fit(const Picture& picture, const std::string& prediction) {
+  INFO("prediction series " << prediction);
+  REQUIRE(picture.series_kind.count("Truth") == 1);
+  REQUIRE(picture.series_kind.count(prediction) == 1);
+  REQUIRE(picture.series_kind.count("Training samples") == 1);
+  CHECK(picture.series_kind.at("Truth") == "line");
+  CHECK(picture.series_kind.at(prediction) == "line");
+  CHECK(picture.series_kind.at("Training samples") == "scatter");
+  CHECK(picture.series_points.at("Truth") == 60);
+  CHECK(picture.series_points.at(prediction) == 60);
+  CHECK(picture.series_points.at("Training samples") == 50);
+  CHECK(picture.has_legend);
+  CHECK(picture.has_exact_text("x"));  // the axis labels
+  CHECK(picture.has_exact_text("y"));
+  CHECK(picture.has_text("test MSE"));  // in the title
+}
+
+}  // namespace
+
+TEST_CASE("nw_regression writes the report and eight legible pictures", "[nw_regression][cli]") {
+  TemporaryFolder folder;
+  const fs::path out = folder.path / "pictures" / "nested";  // created, parents too
+  const Run result = run({"--epochs", "5", "--seed", "3", "--out", out.string()}, folder.path);
+  INFO(result.err);
+  REQUIRE(result.status == 0);
+  CHECK(result.err.empty());
+
+  // Not a terminal: one plain line per epoch, then the test errors.
+  const std::vector<std::string> lines = lines_of(result.out);
+  std::vector<std::string> epoch_lines;
+  for (const std::string& line : lines) {
+    if (line.rfind("epoch ", 0) == 0) epoch_lines.push_back(line);
+  }
+  REQUIRE(epoch_lines.size() == 5);
+  CHECK(epoch_lines[0].rfind("epoch 1, loss ", 0) == 0);
+  CHECK(epoch_lines[4].rfind("epoch 5, loss ", 0) == 0);
+  CHECK(result.out.find('\r') == std::string::npos);
+  for (const char* needle : {"average pooling", "attention pooling (Gaussian, σ = 1)",
+                             "Nadaraya–Watson, boxcar", "Nadaraya–Watson, epanechnikov",
+                             "learned attention (scalar w, 5 epochs)", "ms of compute"}) {
+    INFO(needle);
+    CHECK(result.out.find(needle) != std::string::npos);
+  }
+
+  for (const std::string& name : kPictures) {
+    INFO(name);
+    CHECK(fs::exists(out / name));
+  }
+  // Atomic writes leave no temporary files behind.
+  for (const auto& entry : fs::directory_iterator(out)) {
+    INFO(entry.path().string());
+    CHECK(entry.path().extension() == ".svg");
+  }
+
+  check_fit(load_picture(out / "nw_fit_average.svg"), "Average pooling");
+  check_fit(load_picture(out / "nw_fit_nonparametric.svg"), "Gaussian kernel");
+  check_fit(load_picture(out / "nw_fit_learned.svg"), "Learned attention (scalar w)");
+
+  const Picture kernels_fit = load_picture(out / "nw_fit_kernels.svg");
+  CHECK(kernels_fit.series_kind.size() == 5);  // truth, three kernels, samples
+  CHECK(kernels_fit.has_text("Gaussian (MSE"));
+  CHECK(kernels_fit.has_text("Boxcar (MSE"));
+  CHECK(kernels_fit.has_text("Epanechnikov (MSE"));
+
+  const Picture loss = load_picture(out / "nw_loss.svg");
+  REQUIRE(loss.series_points.count("Training loss") == 1);
+  CHECK(loss.series_points.at("Training loss") == 5);
+  CHECK(loss.has_exact_text("Epoch"));
+
+  for (const char* name : {"nw_attention_nonparametric.svg", "nw_attention_learned.svg"}) {
+    INFO(name);
+    const Picture heatmap = load_picture(out / name);
+    CHECK(heatmap.heatmap_cells == 60 * 50);  // test inputs × training inputs
+    CHECK(heatmap.has_colorbar);
+    CHECK(heatmap.has_text("Test inputs (queries)"));
+    CHECK(heatmap.has_text("Sorted training inputs (keys)"));
+    CHECK(heatmap.has_text("Attention weight"));
+  }
+
+  const Picture shapes = load_picture(out / "nw_kernels.svg");
+  for (const char* kernel : {"Gaussian", "Boxcar", "Epanechnikov"}) {
+    INFO(kernel);
+    REQUIRE(shapes.series_kind.count(kernel) == 1);
+    CHECK(shapes.series_points.at(kernel) > 100);
+  }
+}
+
+TEST_CASE("nw_regression --json prints one summary line", "[nw_regression][cli]") {
+  TemporaryFolder folder;
+  const Run scalar = run({"--json", "--epochs", "20", "--out", folder.path.string()}, folder.path);
+  INFO(scalar.err);
+  REQUIRE(scalar.status == 0);
+  REQUIRE(lines_of(scalar.out).size() == 1);
+  const nlohmann::json summary = nlohmann::json::parse(scalar.out);
+  for (const char* estimator : {"average", "attention", "kernel", "learned"}) {
+    INFO(estimator);
+    REQUIRE(summary["mse"].contains(estimator));
+    CHECK(summary["mse"][estimator].get<double>() > 0);
+  }
+  CHECK(summary["mse"]["average"].get<double>() > summary["mse"]["learned"].get<double>());
+  CHECK(summary["kernel_mse"].size() == 3);
+  CHECK(summary["final_loss"].get<double>() > 0);
+  CHECK(summary["w"].is_number());
+  CHECK(summary["w_mean"].get<double>() == summary["w"].get<double>());
+  CHECK(summary["train_ms"].get<double>() >= 0);
+  CHECK(summary["epochs"] == 20);
+
+  // The same seed gives the same numbers; the vector w has n − 1 = 49 entries
+  // and its heatmap has 49 key columns.
+  const Run again = run({"--json", "--epochs", "20", "--out", folder.path.string()}, folder.path);
+  const nlohmann::json repeated = nlohmann::json::parse(again.out);
+  CHECK(repeated["mse"] == summary["mse"]);
+  CHECK(repeated["w"] == summary["w"]);
+
+  const Run vector =
+      run({"--json", "--w", "vector", "--epochs", "5", "--out", folder.path.string()}, folder.path);
+  REQUIRE(vector.status == 0);
+  const nlohmann::json vector_summary = nlohmann::json::parse(vector.out);
+  REQUIRE(vector_summary["w"].is_array());
+  CHECK(vector_summary["w"].size() == 49);
+  CHECK(load_picture(folder.path / "nw_attention_learned.svg").heatmap_cells == 60 * 49);
+}
+
+TEST_CASE("nw_regression refuses bad input with one line, status 2, nothing written",
+          "[nw_regression][cli]") {
+  TemporaryFolder folder;
+  const fs::path out = folder.path / "never";
+  struct Case {
+    std::vector<std::string> arguments;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {{"--epochs", "0"}, "error: --epochs: expected a positive integer, got '0'"},
+      {{"--bandwidth", "0"}, "error: --bandwidth: expected a positive number, got '0'"},
+      {{"--bandwidth", "-0.5"}, "error: --bandwidth: expected a positive number, got '-0.5'"},
+      {{"--kernel", "cubic"},
+       "error: --kernel: 'cubic' is not one of gaussian|boxcar|epanechnikov"},
+      {{"--w", "matrix"}, "error: --w: 'matrix' is not one of scalar|vector"},
+      {{"--lr", "-1"}, "error: --lr: expected a positive number, got '-1'"},
+  };
+  for (const Case& each : cases) {
+    std::vector<std::string> arguments = {"--out", out.string()};
+    arguments.insert(arguments.end(), each.arguments.begin(), each.arguments.end());
+    INFO(each.message);
+    const Run result = run(arguments, folder.path);
+    CHECK(result.status == 2);
+    CHECK(result.out.empty());
+    CHECK(lines_of(result.err) == std::vector<std::string>{each.message});
+    CHECK_FALSE(fs::exists(out));
+  }
+
+  // An output folder that cannot be created: a path through a regular file.
+  const fs::path file = folder.path / "a_file";
+  std::ofstream(file) << "not a folder";
+  const Run blocked = run({"--out", (file / "pictures").string()}, folder.path);
+  CHECK(blocked.status == 2);
+  CHECK(blocked.out.empty());
+  REQUIRE(lines_of(blocked.err).size() == 1);
+  CHECK(blocked.err.rfind("error: --out: cannot create the folder", 0) == 0);
+  CHECK(read_file(file) == "not a folder");
+}
+
+TEST_CASE("nw_regression --help lists every flag and its choices", "[nw_regression][cli]") {
+  TemporaryFolder folder;
+  const Run result = run({"--help"}, folder.path);
+  REQUIRE(result.status == 0);
+  for (const char* flag : {"--seed", "--epochs", "--lr", "--kernel <gaussian|boxcar|epanechnikov>",
+                           "--bandwidth", "--w <scalar|vector>", "--out", "--json", "--seeds"}) {
+    INFO(flag);
+    CHECK(result.out.find(flag) != std::string::npos);
+  }
+}
+
+TEST_CASE("nw_regression --seeds averages over seeds without drawing", "[nw_regression][cli]") {
+  TemporaryFolder folder;
+  const fs::path out = folder.path / "unused";
+  const Run result =
+      run({"--seeds", "3", "--epochs", "5", "--json", "--out", out.string()}, folder.path);
+  INFO(result.err);
+  REQUIRE(result.status == 0);
+  const nlohmann::json summary = nlohmann::json::parse(result.out);
+  CHECK(summary["seeds"] == 3);
+  CHECK(summary["mse"].size() == 7);  // average, attention, three kernels, two learned
+  CHECK_FALSE(fs::exists(out));
+}

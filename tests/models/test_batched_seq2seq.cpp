@@ -1,0 +1,328 @@
+// tests/models/test_batched_seq2seq.cpp — the batched Bahdanau encoder–decoder.
+//
+// Shapes and PyTorch's parameter names; d2l's Xavier initialisation; padding
+// that changes nothing (neither the loss nor any gradient, on the source side
+// or the target side); a batch of one that equals the unpadded sentence and
+// the same row inside a bigger batch; a short training run that overfits 64
+// pairs of the shipped data and translates them back; runs that repeat
+// exactly for a fixed seed, with 1 or 2 threads; and errors that name the
+// layer, the shapes and the values.
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <numeric>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "autograd/ops.hpp"
+#include "models/batched_seq2seq.hpp"
+#include "models/text/batching.hpp"
+#include "models/text/normalize.hpp"
+#include "models/text/pairs.hpp"
+#include "tensor/factory.hpp"
+#include "tensor/parallel.hpp"
+
+using namespace attograd;
+using namespace attograd::batched_seq2seq;
+using Catch::Matchers::Contains;
+
+namespace {
+
+const double kClose = std::is_same_v<real, double> ? 1e-12 : 2e-5;
+
+// Sentences (their ids, <eos> included) padded with <pad> to T ids.
+text::PaddedArray padded(const std::vector<std::vector<int64_t>>& sentences, int64_t T) {
+  text::PaddedArray array;
+  array.rows = static_cast<int64_t>(sentences.size());
+  array.num_steps = T;
+  for (const std::vector<int64_t>& ids : sentences) {
+    const std::vector<int64_t> row = text::truncate_pad(ids, T, kPad);
+    array.ids.insert(array.ids.end(), row.begin(), row.end());
+    array.valid_lengths.push_back(std::min<int64_t>(static_cast<int64_t>(ids.size()), T));
+  }
+  return array;
+}
+
+BatchedSeq2SeqOptions small_options() {
+  return BatchedSeq2SeqOptions(12, 15).embed_size(4).hidden_size(6).num_layers(2).dropout(0);
+}
+
+double max_difference(const Tensor& a, const Tensor& b) {
+  const std::vector<real> x = a.to_vector(), y = b.to_vector();
+  REQUIRE(x.size() == y.size());
+  double worst = 0;
+  for (size_t i = 0; i < x.size(); ++i) worst = std::max(worst, std::abs(double(x[i]) - y[i]));
+  return worst;
+}
+
+double max_abs(const Tensor& t) {
+  double worst = 0;
+  for (real v : t.to_vector()) worst = std::max(worst, std::abs(double(v)));
+  return worst;
+}
+
+// The loss of one batch and every parameter's gradient.
+struct LossAndGradients {
+  double loss = 0;
+  std::vector<Tensor> gradients;
+};
+
+LossAndGradients loss_and_gradients(BatchedSeq2Seq& model, const text::PaddedArray& source,
+                                    const text::PaddedArray& target) {
+  model.zero_grad();
+  const Tensor total = sum(model.loss(source, target));
+  backward(total);
+  LossAndGradients result{static_cast<double>(total.item()), {}};
+  for (const Tensor& parameter : model.parameters()) result.gradients.push_back(grad(parameter));
+  return result;
+}
+
+text::BatchedData shipped_pairs(int64_t count) {
+  const text::PairSet set =
+      text::read_pairs(std::string(ATTOGRAD_SOURCE_DIR) + "/data/eng-fra.tsv",
+                       text::ReadOptions().reverse(true).normalization(text::Normalization::kD2l));
+  return text::prepare_batched_data(set.pairs, text::BatchedDataOptions().num_examples(count));
+}
+
+}  // namespace
+
+TEST_CASE("BatchedSeq2Seq: shapes, masks and PyTorch's parameter names", "[batched_seq2seq]") {
+  Generator generator(1);
+  BatchedSeq2Seq model(small_options(), generator);
+  std::vector<std::string> names;
+  for (const auto& [name, tensor] : model.named_parameters()) names.push_back(name);
+  for (const char* expected :
+       {"encoder.embedding.weight", "encoder.rnn.weight_ih_l0", "encoder.rnn.bias_hh_l1",
+        "decoder.attention.W_k.weight", "decoder.attention.W_q.weight",
+        "decoder.attention.w_v.weight", "decoder.embedding.weight", "decoder.rnn.weight_ih_l0",
+        "decoder.dense.weight", "decoder.dense.bias"}) {
+    CHECK(std::find(names.begin(), names.end(), expected) != names.end());
+  }
+  CHECK(model.parameter("decoder.rnn.weight_ih_l0").shape() == Shape{18, 4 + 6});  // E + H in
+
+  const text::PaddedArray source = padded({{3, 4, 5, kEos}, {6, kEos}, {7, 8, kEos}}, 5);
+  const EncoderOutput encoded = model.encoder->forward(source.ids, {3, 5}, source.valid_lengths);
+  REQUIRE(encoded.outputs.shape() == Shape{3, 5, 6});
+  REQUIRE(encoded.state.shape() == Shape{2, 3, 6});
+  CHECK(encoded.outputs.at({1, 2, 0}) == real(0));  // padding: zero outputs
+  CHECK(encoded.outputs.at({0, 4, 5}) == real(0));
+  CHECK(encoded.outputs.at({0, 3, 0}) != real(0));
+
+  DecoderState state = model.decoder->init_state(encoded);
+  const Tensor logits =
+      model.decoder->forward({kBos, 9, 10, 11, kBos, 9, 9, 9, kBos, 1, 1, 1}, {3, 4}, state);
+  REQUIRE(logits.shape() == Shape{3, 4, 15});
+  const Tensor& weights = model.decoder->attention_weights();
+  REQUIRE(weights.shape() == Shape{3, 4, 5});
+  for (int64_t b = 0; b < 3; ++b) {
+    for (int64_t t = 0; t < 4; ++t) {
+      double total = 0;
+      for (int64_t s = 0; s < 5; ++s) {
+        total += weights.at({b, t, s});
+        if (s >= source.valid_lengths[b]) CHECK(weights.at({b, t, s}) == real(0));
+      }
+      CHECK(total == Approx(1).margin(1e-5));
+    }
+  }
+}
+
+TEST_CASE("BatchedSeq2Seq: Linear and GRU weights start Xavier-uniform", "[batched_seq2seq]") {
+  Generator generator(2);
+  BatchedSeq2Seq model(BatchedSeq2SeqOptions(40, 50).embed_size(8).hidden_size(16).num_layers(1),
+                       generator);
+  // Bounds √(6/(fan_in + fan_out)); the layers' own defaults are ±1/√fan_in
+  // (or ±1/√H), smaller, so reaching 90% of the Xavier bound shows it was used.
+  auto check_xavier = [&](const std::string& name, double fan_in, double fan_out) {
+    const double bound = std::sqrt(6.0 / (fan_in + fan_out));
+    const double largest = max_abs(model.parameter(name));
+    INFO(name << ": largest |w| " << largest << ", Xavier bound " << bound);
+    CHECK(largest <= bound);
+    CHECK(largest > 0.9 * bound);
+  };
+  check_xavier("decoder.dense.weight", 16, 50);
+  check_xavier("decoder.attention.W_q.weight", 16, 16);
+  check_xavier("encoder.rnn.weight_ih_l0", 8, 48);
+  check_xavier("decoder.rnn.weight_hh_l0", 16, 48);
+  // Biases keep the layers' own initialisation.
+  CHECK(max_abs(model.parameter("decoder.dense.bias")) <= 1 / std::sqrt(16.0));
+}
+
+TEST_CASE("BatchedSeq2Seq: the encoder's state is the state after each sentence's last token",
+          "[batched_seq2seq]") {
+  Generator generator(3);
+  BatchedSeq2Seq model(small_options(), generator);
+  const std::vector<std::vector<int64_t>> sentences = {{3, 4, 5, kEos}, {6, kEos}, {7, 8, kEos}};
+  const text::PaddedArray batch = padded(sentences, 6);
+  const EncoderOutput together = model.encoder->forward(batch.ids, {3, 6}, batch.valid_lengths);
+  for (int64_t b = 0; b < 3; ++b) {
+    const auto length = static_cast<int64_t>(sentences[b].size());
+    const EncoderOutput alone = model.encoder->forward(sentences[b], {1, length}, {length});
+    CHECK(max_difference(select(together.state, 1, b), select(alone.state, 1, 0)) <= kClose);
+    CHECK(max_difference(narrow(select(together.outputs, 0, b), 0, 0, length),
+                         select(alone.outputs, 0, 0)) <= kClose);
+  }
+}
+
+TEST_CASE("BatchedSeq2Seq: padded tokens change neither the loss nor any gradient",
+          "[batched_seq2seq]") {
+  Generator generator(4);
+  BatchedSeq2Seq model(small_options(), generator);
+  const text::PaddedArray source = padded({{3, 4, 5, kEos}, {6, kEos}, {7, 8, kEos}}, 6);
+  const text::PaddedArray target = padded({{9, 10, kEos}, {11, 12, 13, 14, kEos}, {5, kEos}}, 6);
+  const LossAndGradients reference = loss_and_gradients(model, source, target);
+
+  // Overwrite every padded position of both sides with real word ids.
+  text::PaddedArray other_source = source, other_target = target;
+  for (int64_t b = 0; b < 3; ++b) {
+    for (int64_t t = source.valid_lengths[b]; t < 6; ++t) other_source.ids[b * 6 + t] = 5 + t;
+    for (int64_t t = target.valid_lengths[b]; t < 6; ++t) other_target.ids[b * 6 + t] = 13 - t;
+  }
+  const LossAndGradients changed = loss_and_gradients(model, other_source, other_target);
+  CHECK(changed.loss == reference.loss);
+  const auto named = model.named_parameters();
+  for (size_t i = 0; i < named.size(); ++i) {
+    INFO(named[i].first);
+    REQUIRE(changed.gradients[i].defined());
+    CHECK(max_difference(changed.gradients[i], reference.gradients[i]) == 0);
+  }
+}
+
+TEST_CASE("BatchedSeq2Seq: a batch of one equals the unpadded sentence and its row in a batch",
+          "[batched_seq2seq]") {
+  Generator generator(5);
+  BatchedSeq2Seq model(small_options(), generator);
+  const std::vector<int64_t> source = {3, 4, 5, kEos}, target = {9, 10, kEos};
+  // Unbatched: exactly the sentence's own length, no padding anywhere.
+  const LossAndGradients unpadded =
+      loss_and_gradients(model, padded({source}, 4), padded({target}, 3));
+  // A batch of one padded to T = 8.
+  const LossAndGradients one = loss_and_gradients(model, padded({source}, 8), padded({target}, 8));
+  // d2l's loss divides by T, padding included: compare the sums over tokens.
+  CHECK(one.loss * 8 == Approx(unpadded.loss * 3).epsilon(kClose));
+  for (size_t i = 0; i < one.gradients.size(); ++i) {
+    CHECK(max_difference(one.gradients[i] * real(8), unpadded.gradients[i] * real(3)) <=
+          10 * kClose);
+  }
+  // The same pair as row 0 of a batch of three.
+  const Tensor losses = model.loss(padded({source, {6, kEos}, {7, 8, 7, 8, kEos}}, 8),
+                                   padded({target, {11, 12, 13, kEos}, {5, kEos}}, 8));
+  CHECK(losses.at({0}) == Approx(one.loss).epsilon(kClose));
+}
+
+TEST_CASE("BatchedSeq2Seq: a short training run overfits 64 pairs and translates them back",
+          "[batched_seq2seq][slow]") {
+  const text::BatchedData data = shipped_pairs(64);
+  REQUIRE(data.source.rows == 64);
+  Generator generator(0);
+  BatchedSeq2Seq model(
+      BatchedSeq2SeqOptions(data.source_vocabulary.size(), data.target_vocabulary.size())
+          .dropout(0),
+      generator);
+  const TrainingReport report =
+      train(model, data, BatchedTrainingOptions().epochs(120).lr(0.01).batch_size(64));
+  REQUIRE(report.epochs.size() == 120);
+  INFO("first loss " << report.epochs.front().loss << ", last " << report.final_loss);
+  CHECK(report.epochs.front().loss > 0.3);  // ≈ log V / T: nothing learned yet
+  CHECK(report.final_loss < 0.03);
+  CHECK(report.tokens == 120 * std::accumulate(data.target.valid_lengths.begin(),
+                                               data.target.valid_lengths.end(), int64_t{0}));
+
+  // Greedy translations of the training sentences give one of their references.
+  std::vector<text::SentencePair> pairs;
+  for (int64_t n = 0; n < 64; ++n) {
+    std::vector<std::string> source, target;
+    for (int64_t t = 0; t < data.source.valid_lengths[n] - 1; ++t) {
+      source.push_back(data.source_vocabulary.word(data.source.at(n, t)));
+    }
+    for (int64_t t = 0; t < data.target.valid_lengths[n] - 1; ++t) {
+      target.push_back(data.target_vocabulary.word(data.target.at(n, t)));
+    }
+    pairs.push_back({text::join_words(source), text::join_words(target)});
+  }
+  const Evaluation evaluation =
+      evaluate(model, data.source_vocabulary, data.target_vocabulary, pairs, 10);
+  int64_t exact = 0;
+  for (const EvaluatedPair& pair : evaluation.pairs) {
+    exact += std::find(pair.references.begin(), pair.references.end(), pair.output) !=
+             pair.references.end();
+  }
+  INFO(exact << " of " << evaluation.pairs.size() << " sources translated exactly");
+  CHECK(exact >= static_cast<int64_t>(0.8 * static_cast<double>(evaluation.pairs.size())));
+
+  // A prediction's attention: one row per step, over the valid source positions only.
+  const SentenceTranslation translation = translate_sentence(
+      model, data.source_vocabulary, data.target_vocabulary, pairs.front().source, 10);
+  const Prediction& prediction = translation.prediction;
+  CHECK(prediction.reached_eos);
+  CHECK(prediction.steps == static_cast<int64_t>(prediction.ids.size()) + 1);
+  REQUIRE(prediction.attention.size() == static_cast<size_t>(prediction.steps * 10));
+  const auto valid = static_cast<int64_t>(translation.source_words.size()) + 1;  // + <eos>
+  for (int64_t step = 0; step < prediction.steps; ++step) {
+    double total = 0;
+    for (int64_t s = 0; s < 10; ++s) {
+      const double w = prediction.attention[static_cast<size_t>(step * 10 + s)];
+      total += w;
+      if (s >= valid) CHECK(w == 0);
+    }
+    CHECK(total == Approx(1).margin(1e-5));
+  }
+  CHECK(model.is_training());  // predict restores the mode it found
+}
+
+TEST_CASE("BatchedSeq2Seq: training repeats exactly for a seed, with 1 or 2 threads",
+          "[batched_seq2seq]") {
+  const text::BatchedData data = shipped_pairs(40);
+  const int threads = parallel::num_threads();
+  const int64_t min_work = parallel::min_parallel_work();
+  auto run = [&](int thread_count) {
+    parallel::set_num_threads(thread_count);
+    parallel::set_min_parallel_work(0);  // split even the small products
+    Generator generator(7);
+    BatchedSeq2Seq model(
+        BatchedSeq2SeqOptions(data.source_vocabulary.size(), data.target_vocabulary.size())
+            .embed_size(8)
+            .hidden_size(8),
+        generator);  // dropout 0.1: the masks must repeat too
+    const TrainingReport report =
+        train(model, data, BatchedTrainingOptions().epochs(2).batch_size(16).seed(3));
+    std::vector<double> losses;
+    for (const EpochReport& epoch : report.epochs) losses.push_back(epoch.loss);
+    std::vector<real> parameters;
+    for (const Tensor& p : model.parameters()) {
+      const std::vector<real> values = p.to_vector();
+      parameters.insert(parameters.end(), values.begin(), values.end());
+    }
+    return std::make_pair(losses, parameters);
+  };
+  const auto first = run(1);
+  const auto again = run(1);
+  const auto threaded = run(2);
+  parallel::set_num_threads(threads);
+  parallel::set_min_parallel_work(min_work);
+  CHECK(again == first);
+  CHECK(threaded == first);
+}
+
+TEST_CASE("BatchedSeq2Seq: bad input names the layer, the shapes and the values",
+          "[batched_seq2seq]") {
+  Generator generator(8);
+  BatchedSeq2Seq model(small_options(), generator);
+  CHECK_THROWS_WITH(model.encoder->forward({3, kEos, 4, kEos}, {2, 2}, {2, 3}),
+                    Contains("Seq2SeqEncoder") && Contains("valid length 3") && Contains("T = 2"));
+  CHECK_THROWS_WITH(model.encoder->forward({3, kEos, 4, kEos}, {2, 2}, {0, 2}),
+                    Contains("valid length 0"));
+  CHECK_THROWS_WITH(model.encoder->forward({3, kEos, 4}, {2, 2}, {2, 2}),
+                    Contains("3 ids for a shape (2,2)"));
+  CHECK_THROWS_WITH(model.encoder->forward({3, kEos, 4, kEos}, {2, 2}, {2}),
+                    Contains("1 valid lengths for a batch of B = 2"));
+  const EncoderOutput encoded = model.encoder->forward({3, kEos, 4, kEos}, {2, 2}, {2, 2});
+  DecoderState state = model.decoder->init_state(encoded);
+  CHECK_THROWS_WITH(
+      model.decoder->forward({kBos, kBos, kBos}, {3, 1}, state),
+      Contains("Seq2SeqAttentionDecoder") && Contains("(2,3,6)") && Contains("(2,2,6)"));
+  CHECK_THROWS_WITH(model.loss(padded({{3, kEos}}, 4), padded({{5, kEos}, {6, kEos}}, 4)),
+                    Contains("1 source sentences but 2 targets"));
+  CHECK_THROWS_WITH(model.encoder->forward({3, 99}, {1, 2}, {2}),
+                    Contains("id 99") && Contains("vocabulary of 12"));
+}

@@ -1,0 +1,577 @@
+// tests/models/test_seq2seq.cpp — the tutorial's translator: the encoder, the
+// two attention decoders, the training step, checkpoints and resuming.
+//
+// Gradients are checked by central differences in double ([f64], ε = 1e-6,
+// passing when |analytic − numeric| ≤ 1e-6 + 1e-5·|numeric|) for one whole
+// decoder step — the inputs (state and encoder outputs) through gradcheck(),
+// every parameter by perturbing it in place. The models are smooth except
+// for relu in the location decoder's attn_combine; with small random weights
+// a pre-activation within 1e-6 of zero is improbable and the fixed seed
+// avoids it.
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "autograd/gradcheck.hpp"
+#include "autograd/ops.hpp"
+#include "models/seq2seq.hpp"
+#include "models/text/normalize.hpp"
+#include "models/translation/corpus.hpp"
+#include "models/translation/training.hpp"
+#include "nn/checkpoint.hpp"
+#include "nn/optim.hpp"
+#include "tensor/factory.hpp"
+
+using namespace attograd;
+using namespace attograd::seq2seq;
+using Catch::Matchers::Contains;
+namespace fs = std::filesystem;
+
+namespace {
+
+const fs::path kShippedData = fs::path(ATTOGRAD_SOURCE_DIR) / "data" / "eng-fra.tsv";
+
+// A small model: H = 4, V_in = 7, V_out = 6, L = 5.
+Seq2SeqOptions small_options(DecoderKind decoder) {
+  return Seq2SeqOptions(7, 6).hidden_size(4).max_length(5).dropout(0.1).decoder(decoder);
+}
+
+// A fresh temporary folder, removed afterwards.
+struct TemporaryFolder {
+  fs::path path;
+  TemporaryFolder() {
+    static int counter = 0;
+    path = fs::temp_directory_path() /
+           ("attograd_seq2seq_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TemporaryFolder() {
+    std::error_code ignored;
+    fs::remove_all(path, ignored);
+  }
+};
+
+double row_sum(const Tensor& t) {
+  double total = 0;
+  for (real v : t.to_vector()) total += static_cast<double>(v);
+  return total;
+}
+
+// Every output of one decoder step, flattened into one vector.
+Tensor step_outputs(const DecoderStep& step) {
+  return cat(
+      {reshape(step.log_probs, {-1}), reshape(step.hidden, {-1}), reshape(step.attention, {-1})},
+      0);
+}
+
+// Central differences for every entry of every parameter of `module`
+// against the gradients backward() leaves there, for L = Σ output ⊙ R.
+void check_parameter_gradients(nn::Module& module, const std::function<Tensor()>& output) {
+  const Tensor first = output();
+  Generator generator(99);
+  const Tensor weights = randn(first.shape(), generator);
+  auto objective = [&] {
+    const NoGradGuard no_grad;
+    return static_cast<double>(sum(output() * weights).item());
+  };
+  module.zero_grad();
+  backward(sum(output() * weights));
+  const double epsilon = 1e-6;
+  int64_t checked = 0;
+  for (auto& [name, parameter] : module.named_parameters()) {
+    const Tensor gradient = grad(parameter);
+    real* values = parameter.data();
+    for (int64_t i = 0; i < parameter.numel(); ++i) {
+      const real saved = values[i];
+      values[i] = saved + epsilon;
+      const double plus = objective();
+      values[i] = saved - epsilon;
+      const double minus = objective();
+      values[i] = saved;
+      const double numeric = (plus - minus) / (2 * epsilon);
+      const double analytic = gradient.defined() ? static_cast<double>(gradient.data()[i]) : 0.0;
+      INFO(name << "[" << i << "]: analytic " << analytic << ", numeric " << numeric);
+      REQUIRE(std::abs(analytic - numeric) <= 1e-6 + 1e-5 * std::abs(numeric));
+      ++checked;
+    }
+  }
+  CHECK(checked == module.parameter_count());
+}
+
+// The mean NLL per target word over `pairs`, teacher forced, in eval mode.
+double mean_loss(Seq2Seq& model, const std::vector<EncodedPair>& pairs) {
+  model.eval();
+  const NoGradGuard no_grad;
+  double total = 0;
+  for (const EncodedPair& pair : pairs) {
+    const PairLoss loss = model.pair_loss(pair.source, pair.target, true);
+    total += static_cast<double>(loss.total.item()) / static_cast<double>(loss.target_length);
+  }
+  model.train();
+  return total / static_cast<double>(pairs.size());
+}
+
+// The first `count` training pairs of the shipped data, with vocabularies of their own.
+struct SmallCorpus {
+  std::vector<text::SentencePair> pairs;
+  text::Vocabulary source = text::make_tutorial_vocabulary();
+  text::Vocabulary target = text::make_tutorial_vocabulary();
+  std::vector<EncodedPair> encoded;
+};
+
+SmallCorpus small_corpus(size_t count) {
+  const Corpus corpus = load_corpus(CorpusOptions().path(kShippedData));
+  SmallCorpus small;
+  small.pairs.assign(corpus.split.train.begin(),
+                     corpus.split.train.begin() + static_cast<std::ptrdiff_t>(count));
+  for (const text::SentencePair& pair : small.pairs) {
+    small.source.add_sentence(pair.source);
+    small.target.add_sentence(pair.target);
+  }
+  small.encoded = encode_pairs(small.pairs, small.source, small.target);
+  return small;
+}
+
+bool same_parameters(const Seq2Seq& a, const Seq2Seq& b, double tolerance) {
+  const auto first = a.named_parameters();
+  const auto second = b.named_parameters();
+  if (first.size() != second.size()) return false;
+  for (size_t p = 0; p < first.size(); ++p) {
+    const std::vector<real> x = first[p].second.to_vector();
+    const std::vector<real> y = second[p].second.to_vector();
+    if (first[p].first != second[p].first || x.size() != y.size()) return false;
+    for (size_t i = 0; i < x.size(); ++i) {
+      if (std::abs(static_cast<double>(x[i]) - static_cast<double>(y[i])) > tolerance) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- structure
+
+TEST_CASE("Seq2Seq parameters have PyTorch's names and shapes", "[seq2seq]") {
+  Generator generator(1);
+  Seq2Seq location(small_options(DecoderKind::location), generator);
+  std::vector<std::string> names;
+  for (const auto& [name, tensor] : location.named_parameters()) names.push_back(name);
+  CHECK(names == std::vector<std::string>{
+                     "encoder.embedding.weight", "encoder.gru.weight_ih_l0",
+                     "encoder.gru.weight_hh_l0", "encoder.gru.bias_ih_l0", "encoder.gru.bias_hh_l0",
+                     "decoder.embedding.weight", "decoder.attn.weight", "decoder.attn.bias",
+                     "decoder.attn_combine.weight", "decoder.attn_combine.bias",
+                     "decoder.gru.weight_ih_l0", "decoder.gru.weight_hh_l0",
+                     "decoder.gru.bias_ih_l0", "decoder.gru.bias_hh_l0", "decoder.out.weight",
+                     "decoder.out.bias"});
+  CHECK(location.parameter("encoder.embedding.weight").shape() == Shape{7, 4});
+  CHECK(location.parameter("decoder.attn.weight").shape() == Shape{5, 8});  // (L, 2H)
+  CHECK(location.parameter("decoder.attn_combine.weight").shape() == Shape{4, 8});
+  CHECK(location.parameter("decoder.out.weight").shape() == Shape{6, 4});
+
+  Seq2Seq bahdanau(small_options(DecoderKind::bahdanau), generator);
+  CHECK(bahdanau.parameter("decoder.attention.W_q.weight").shape() == Shape{4, 4});
+  CHECK(bahdanau.parameter("decoder.attention.W_k.weight").shape() == Shape{4, 4});
+  CHECK(bahdanau.parameter("decoder.attention.w_v.weight").shape() == Shape{1, 4});
+  CHECK(bahdanau.parameter("decoder.gru.weight_ih_l0").shape() == Shape{12, 8});  // GRU(2H, H)
+  CHECK_THAT(bahdanau.summary(), Contains("BahdanauAttnDecoder"));
+}
+
+TEST_CASE("the encoder zero-pads its outputs to MAX_LENGTH rows", "[seq2seq]") {
+  Generator generator(2);
+  Seq2Seq model(small_options(DecoderKind::location), generator);
+  const EncoderOutput encoded = model.encoder->forward({3, 4, kEos});
+  REQUIRE(encoded.outputs.shape() == Shape{5, 4});
+  REQUIRE(encoded.hidden.shape() == Shape{1, 1, 4});
+  CHECK(encoded.length == 3);
+  for (int64_t j = 0; j < 4; ++j) {
+    CHECK(encoded.outputs.at({2, j}) == encoded.hidden.at({0, 0, j}));  // last output = h_n
+    CHECK(encoded.outputs.at({3, j}) == 0);
+    CHECK(encoded.outputs.at({4, j}) == 0);
+  }
+  CHECK_THROWS_WITH(model.encoder->forward({1, 2, 3, 4, 5, kEos}), Contains("MAX_LENGTH"));
+  CHECK_THROWS_WITH(model.encoder->forward({}), Contains("encoder keeps 1 to 5"));
+}
+
+TEST_CASE("a decoder step has the tutorial's shapes and attention rows sum to 1", "[seq2seq]") {
+  for (const DecoderKind kind : {DecoderKind::location, DecoderKind::bahdanau}) {
+    INFO("decoder " << to_string(kind));
+    Generator generator(3);
+    Seq2Seq model(small_options(kind), generator);
+    const EncoderOutput encoded = model.encoder->forward({3, 4, kEos});
+    const AttentionMemory memory = model.decoder->remember(encoded);
+    const DecoderStep step = model.decoder->forward(kSos, encoded.hidden, memory);
+    CHECK(step.log_probs.shape() == Shape{1, 6});
+    CHECK(step.hidden.shape() == Shape{1, 1, 4});
+    CHECK(step.attention.shape() == Shape{1, 5});
+    CHECK(row_sum(step.attention) == Approx(1.0).epsilon(1e-6));
+    double probability = 0;
+    for (real v : step.log_probs.to_vector()) probability += std::exp(static_cast<double>(v));
+    CHECK(probability == Approx(1.0).epsilon(1e-5));
+    // The next step takes the new state.
+    const DecoderStep next = model.decoder->forward(2, step.hidden, memory);
+    CHECK(row_sum(next.attention) == Approx(1.0).epsilon(1e-6));
+  }
+}
+
+TEST_CASE("Bahdanau attention gives the padded positions exactly zero weight", "[seq2seq]") {
+  Generator generator(4);
+  Seq2Seq bahdanau(small_options(DecoderKind::bahdanau), generator);
+  bahdanau.eval();
+  const EncoderOutput encoded = bahdanau.encoder->forward({3, kEos});
+  const DecoderStep step =
+      bahdanau.decoder->forward(kSos, encoded.hidden, bahdanau.decoder->remember(encoded));
+  const std::vector<real> weights = step.attention.to_vector();
+  CHECK(weights[0] > 0);
+  CHECK(weights[1] > 0);
+  CHECK(weights[2] == 0);
+  CHECK(weights[3] == 0);
+  CHECK(weights[4] == 0);
+  CHECK(weights[0] + weights[1] == Approx(1.0).epsilon(1e-6));
+
+  // The classic decoder scores positions, padded ones included, as the tutorial does.
+  Seq2Seq location(small_options(DecoderKind::location), generator);
+  location.eval();
+  const EncoderOutput classic = location.encoder->forward({3, kEos});
+  const DecoderStep classic_step =
+      location.decoder->forward(kSos, classic.hidden, location.decoder->remember(classic));
+  CHECK(classic_step.attention.to_vector()[4] > 0);
+}
+
+TEST_CASE("dropout is active in training mode and off in evaluation mode", "[seq2seq]") {
+  Generator generator(5);
+  Seq2Seq model(small_options(DecoderKind::location).dropout(0.5), generator);
+  const EncoderOutput encoded = model.encoder->forward({3, 4, kEos});
+  const AttentionMemory memory = model.decoder->remember(encoded);
+  model.eval();
+  const std::vector<real> a =
+      model.decoder->forward(kSos, encoded.hidden, memory).log_probs.to_vector();
+  const std::vector<real> b =
+      model.decoder->forward(kSos, encoded.hidden, memory).log_probs.to_vector();
+  CHECK(a == b);
+  model.train();
+  bool differs = false;
+  for (int attempt = 0; attempt < 5 && !differs; ++attempt) {
+    differs = model.decoder->forward(kSos, encoded.hidden, memory).log_probs.to_vector() != a;
+  }
+  CHECK(differs);
+}
+
+// ---------------------------------------------------------------- gradients
+
+TEST_CASE("gradcheck of one whole decoder step, both decoders", "[seq2seq][f64]") {
+  for (const DecoderKind kind : {DecoderKind::location, DecoderKind::bahdanau}) {
+    INFO("decoder " << to_string(kind));
+    Generator generator(6);
+    Seq2Seq model(small_options(kind).hidden_size(3), generator);
+    model.eval();  // no dropout: the step must be a deterministic function
+    AttnDecoderRNN* location = dynamic_cast<AttnDecoderRNN*>(model.decoder.get());
+    const int64_t source_length = 3;
+
+    // The inputs: the state and the encoder outputs (rows ≥ S zero, as the encoder makes them).
+    Tensor hidden = randn({1, 1, 3}, generator) * real(0.5);
+    Tensor outputs = randn({5, 3}, generator) * real(0.5);
+    for (int64_t row = source_length; row < 5; ++row) {
+      for (int64_t j = 0; j < 3; ++j) outputs.set({row, j}, 0);
+    }
+    auto step = [&](const Tensor& h, const Tensor& values) {
+      EncoderOutput encoded{values, h, source_length};
+      return step_outputs(model.decoder->forward(4, h, model.decoder->remember(encoded)));
+    };
+    const GradcheckResult inputs = gradcheck(
+        [&](const std::vector<Tensor>& x) { return step(x[0], x[1]); }, {hidden, outputs});
+    INFO(inputs.report);
+    CHECK(inputs.passed);
+    check_parameter_gradients(*model.decoder, [&] { return step(hidden, outputs); });
+    if (location) CHECK(location->attn->weight.shape() == Shape{5, 6});
+  }
+}
+
+TEST_CASE("gradcheck of a whole pair's loss through encoder and decoder", "[seq2seq][f64]") {
+  for (const DecoderKind kind : {DecoderKind::location, DecoderKind::bahdanau}) {
+    INFO("decoder " << to_string(kind));
+    Generator generator(7);
+    Seq2Seq model(small_options(kind).hidden_size(3), generator);
+    model.eval();
+    check_parameter_gradients(model, [&] {
+      return reshape(model.pair_loss({3, 5, kEos}, {2, 4, kEos}, true).total, {1});
+    });
+  }
+}
+
+TEST_CASE("pair_loss equals the tutorial's step-by-step loss", "[seq2seq]") {
+  for (const DecoderKind kind : {DecoderKind::location, DecoderKind::bahdanau}) {
+    INFO("decoder " << to_string(kind));
+    Generator generator(8);
+    Seq2Seq model(small_options(kind), generator);
+    model.eval();
+    const std::vector<int64_t> source = {3, 5, 6, kEos}, target = {2, 4, 5, kEos};
+    for (const bool teacher_forcing : {true, false}) {
+      INFO("teacher forcing " << teacher_forcing);
+      // The tutorial's loop: decoder(input, hidden, encoder_outputs) once per word.
+      const EncoderOutput encoded = model.encoder->forward(source);
+      const AttentionMemory memory = model.decoder->remember(encoded);
+      Tensor hidden = encoded.hidden;
+      int64_t input = kSos;
+      double expected = 0;
+      for (const int64_t word : target) {
+        const DecoderStep step = model.decoder->forward(input, hidden, memory);
+        expected -= static_cast<double>(step.log_probs.at({0, word}));
+        hidden = step.hidden;
+        input = teacher_forcing ? word : argmax(step.log_probs, 1)[0];
+        if (!teacher_forcing && input == kEos) break;
+      }
+      const PairLoss loss = model.pair_loss(source, target, teacher_forcing);
+      CHECK(loss.target_length == 4);
+      CHECK(static_cast<double>(loss.total.item()) == Approx(expected).epsilon(1e-5));
+    }
+  }
+}
+
+TEST_CASE("sparse embedding updates give the same step as dense ones", "[seq2seq]") {
+  Generator first_generator(9), second_generator(9);
+  Seq2Seq dense(small_options(DecoderKind::location).dropout(0), first_generator);
+  Seq2Seq sparse(small_options(DecoderKind::location).dropout(0), second_generator);
+  sparse.set_sparse_embeddings(true);
+  nn::SGD dense_sgd(dense.named_parameters(), nn::SGDOptions(0.5));
+  nn::SGD sparse_sgd(sparse.named_parameters(), nn::SGDOptions(0.5));
+  const std::vector<int64_t> source = {3, 3, 5, kEos}, target = {2, 2, 4, kEos};  // repeated words
+  for (int step = 0; step < 3; ++step) {
+    dense_sgd.zero_grad();
+    backward(dense.pair_loss(source, target, true).total);
+    dense_sgd.step();
+    sparse_sgd.zero_grad();
+    backward(sparse.pair_loss(source, target, true).total);
+    CHECK_FALSE(grad(sparse.encoder->embedding->weight).defined());  // no dense gradient
+    CHECK(sparse.lookups().recorded().size() == 5);  // the source, then one per target word
+    sparse_sgd.step();
+    sparse.lookups().sgd_step(0.5);
+    CHECK(sparse.lookups().recorded().empty());
+  }
+  CHECK(same_parameters(dense, sparse, 1e-5));
+  // The rows never looked up did not move.
+  CHECK(dense.encoder->embedding->weight.at({0, 0}) ==
+        sparse.encoder->embedding->weight.at({0, 0}));
+}
+
+// ---------------------------------------------------------------- training
+
+TEST_CASE("300 iterations on 20 pairs drive the loss below a tenth of its start",
+          "[seq2seq][slow]") {
+  const SmallCorpus corpus = small_corpus(20);
+  Generator generator(1);
+  Seq2Seq model(Seq2SeqOptions(corpus.source.size(), corpus.target.size()).hidden_size(32),
+                generator);
+  Trainer trainer(model, corpus.encoded,
+                  TrainingOptions().iterations(300).learning_rate(0.2).seed(1).print_every(100));
+  const double before = mean_loss(model, corpus.encoded);
+  std::vector<double> reported;
+  Trainer::Hooks hooks;
+  hooks.report = [&](const IntervalReport& report) { reported.push_back(report.average_loss); };
+  REQUIRE(trainer.run(hooks));
+  const double after = mean_loss(model, corpus.encoded);
+  INFO("mean loss per word: before " << before << ", after " << after);
+  CHECK(before > 2.5);
+  CHECK(after < before / 10);
+  REQUIRE(reported.size() == 3);
+  CHECK(reported[2] < reported[0]);
+  CHECK(trainer.progress().iteration == 300);
+  CHECK(trainer.progress().plot_losses.size() == 3);  // plot_every 100
+  CHECK(trainer.progress().interval_losses == reported);
+}
+
+TEST_CASE("a stop request ends the run early and cleanly", "[seq2seq]") {
+  const SmallCorpus corpus = small_corpus(5);
+  Generator generator(1);
+  Seq2Seq model(Seq2SeqOptions(corpus.source.size(), corpus.target.size()).hidden_size(8),
+                generator);
+  Trainer trainer(model, corpus.encoded, TrainingOptions().iterations(100).print_every(10));
+  Trainer::Hooks hooks;
+  int checkpoints = 0;
+  hooks.checkpoint_every = 5;
+  hooks.checkpoint = [&] { ++checkpoints; };
+  hooks.stop_requested = [&] { return trainer.progress().iteration >= 12; };
+  CHECK_FALSE(trainer.run(hooks));
+  CHECK(trainer.progress().iteration == 12);
+  CHECK(checkpoints == 2);
+}
+
+// ---------------------------------------------------------------- checkpoints
+
+TEST_CASE("save -> load gives identical translations", "[seq2seq]") {
+  TemporaryFolder folder;
+  for (const DecoderKind kind : {DecoderKind::location, DecoderKind::bahdanau}) {
+    INFO("decoder " << to_string(kind));
+    const SmallCorpus corpus = small_corpus(10);
+    Generator generator(2);
+    Seq2Seq model(
+        Seq2SeqOptions(corpus.source.size(), corpus.target.size()).hidden_size(16).decoder(kind),
+        generator);
+    Trainer trainer(model, corpus.encoded,
+                    TrainingOptions().iterations(40).learning_rate(0.2).print_every(20));
+    REQUIRE(trainer.run({}));
+    const fs::path path = folder.path / (std::string(to_string(kind)) + ".safetensors");
+    CheckpointInfo info{model.options(),   corpus.source,
+                        corpus.target,     CorpusOptions().path(kShippedData),
+                        trainer.options(), trainer.progress()};
+    save_checkpoint(path, model, &trainer.optimizer(), info);
+
+    const CheckpointInfo read = read_checkpoint_info(path);
+    CHECK(read.source_vocabulary == corpus.source);
+    CHECK(read.target_vocabulary == corpus.target);
+    CHECK(read.model.decoder() == kind);
+    CHECK(read.model.hidden_size() == 16);
+    CHECK(read.progress.iteration == 40);
+    CHECK(read.progress.interval_losses == trainer.progress().interval_losses);
+    const std::unique_ptr<Seq2Seq> loaded = load_model(path, read);
+    CHECK(same_parameters(model, *loaded, 0));
+    for (const text::SentencePair& pair : corpus.pairs) {
+      const SentenceTranslation a =
+          translate_sentence(model, corpus.source, corpus.target, pair.source);
+      const SentenceTranslation b =
+          translate_sentence(*loaded, read.source_vocabulary, read.target_vocabulary, pair.source);
+      CHECK(a.output_words == b.output_words);
+      CHECK(a.decoded.attention == b.decoded.attention);
+    }
+  }
+}
+
+TEST_CASE("a resumed run equals an uninterrupted one", "[seq2seq]") {
+  TemporaryFolder folder;
+  const SmallCorpus corpus = small_corpus(8);
+  const Seq2SeqOptions options =
+      Seq2SeqOptions(corpus.source.size(), corpus.target.size()).hidden_size(12);
+  const TrainingOptions training =
+      TrainingOptions().iterations(30).learning_rate(0.1).seed(7).print_every(7).plot_every(4);
+
+  Generator straight_generator(7);
+  Seq2Seq straight(options, straight_generator);
+  Trainer uninterrupted(straight, corpus.encoded, training);
+  REQUIRE(uninterrupted.run({}));
+
+  // The same run, stopped after 13 iterations, saved, and continued in a new model.
+  const fs::path path = folder.path / "resume.safetensors";
+  {
+    Generator generator(7);
+    Seq2Seq first(options, generator);
+    Trainer trainer(first, corpus.encoded, training);
+    Trainer::Hooks hooks;
+    hooks.stop_requested = [&] { return trainer.progress().iteration == 13; };
+    REQUIRE_FALSE(trainer.run(hooks));
+    save_checkpoint(path, first, &trainer.optimizer(),
+                    CheckpointInfo{options, corpus.source, corpus.target, CorpusOptions(), training,
+                                   trainer.progress()});
+  }
+  const CheckpointInfo info = read_checkpoint_info(path);
+  Generator other(12345);  // different initial weights: all must come from the file
+  Seq2Seq second(info.model, other);
+  Trainer resumed(second, corpus.encoded, info.training);
+  load_training_state(path, resumed, info);
+  CHECK(resumed.progress().iteration == 13);
+  REQUIRE(resumed.run({}));
+
+  // Exact in float; the double build saves float32 tensors, so it agrees to rounding.
+  const double tolerance = std::is_same_v<real, float> ? 0.0 : 1e-5;
+  CHECK(same_parameters(straight, second, tolerance));
+  CHECK(resumed.progress().iteration == uninterrupted.progress().iteration);
+  REQUIRE(resumed.progress().interval_losses.size() ==
+          uninterrupted.progress().interval_losses.size());
+  REQUIRE(resumed.progress().plot_losses.size() == uninterrupted.progress().plot_losses.size());
+  for (size_t i = 0; i < resumed.progress().plot_losses.size(); ++i) {
+    CHECK(resumed.progress().plot_losses[i] ==
+          Approx(uninterrupted.progress().plot_losses[i]).margin(tolerance));
+  }
+  CHECK(resumed.progress().print_loss_total ==
+        Approx(uninterrupted.progress().print_loss_total).margin(tolerance * 10));
+}
+
+TEST_CASE("a checkpoint whose vocabulary does not match the data is refused", "[seq2seq]") {
+  TemporaryFolder folder;
+  const SmallCorpus corpus = small_corpus(6);
+  Generator generator(3);
+  Seq2Seq model(Seq2SeqOptions(corpus.source.size(), corpus.target.size()).hidden_size(8),
+                generator);
+  const fs::path path = folder.path / "model.safetensors";
+  const CheckpointInfo info{model.options(), corpus.source,     corpus.target,
+                            CorpusOptions(), TrainingOptions(), TrainingProgress()};
+  save_checkpoint(path, model, nullptr, info);
+  const CheckpointInfo read = read_checkpoint_info(path);
+  CHECK_NOTHROW(check_vocabularies(path, read, corpus.source, corpus.target));
+  text::Vocabulary other = corpus.source;
+  other.add_word("zzzz");
+  CHECK_THROWS_WITH(check_vocabularies(path, read, other, corpus.target),
+                    Contains("source vocabulary") && Contains(path.string()));
+
+  // A file that is not a translation checkpoint is named as such.
+  const fs::path foreign = folder.path / "foreign.safetensors";
+  nn::save(model, foreign);
+  CHECK_THROWS_WITH(read_checkpoint_info(foreign),
+                    Contains("not a translation checkpoint") && Contains(foreign.string()));
+  CHECK_THROWS_WITH(read_checkpoint_info(folder.path / "missing.safetensors"),
+                    Contains("missing.safetensors"));
+}
+
+// ---------------------------------------------------------------- using a model
+
+TEST_CASE("an unknown word is mapped to <unk> and reported, not fatal", "[seq2seq]") {
+  const SmallCorpus corpus = small_corpus(6);
+  Generator generator(4);
+  Seq2Seq model(Seq2SeqOptions(corpus.source.size(), corpus.target.size()).hidden_size(8),
+                generator);
+  const SentenceTranslation translation =
+      translate_sentence(model, corpus.source, corpus.target, "zorglub blorp .");
+  CHECK(translation.unknown_words == std::vector<std::string>{"zorglub", "blorp"});
+  CHECK(translation.source_words.size() == 3);
+  CHECK(translation.decoded.steps >= 1);
+  CHECK(translation.decoded.steps <= 10);
+
+  const EncodedSentence encoded = encode_sentence(corpus.source, "zorglub .");
+  CHECK(encoded.ids ==
+        std::vector<int64_t>{text::kTutorialUnknown, corpus.source.index("."), kEos});
+
+  // Too long for MAX_LENGTH: the first L − 1 words are kept and the rest counted.
+  const SentenceTranslation long_one =
+      translate_sentence(model, corpus.source, corpus.target, "a b c d e f g h i j k l");
+  CHECK(long_one.source_words.size() == 9);
+  CHECK(long_one.dropped_words == 3);
+}
+
+TEST_CASE("evaluate scores each source against all of its references", "[seq2seq]") {
+  const SmallCorpus corpus = small_corpus(6);
+  Generator generator(5);
+  Seq2Seq model(Seq2SeqOptions(corpus.source.size(), corpus.target.size()).hidden_size(8),
+                generator);
+  std::vector<text::SentencePair> pairs = corpus.pairs;
+  pairs.push_back({corpus.pairs[0].source, "another reference ."});
+  const Evaluation evaluation = evaluate(model, corpus.source, corpus.target, pairs);
+  REQUIRE(evaluation.examples.size() == 6);
+  CHECK(evaluation.examples[0].references.size() == 2);
+  CHECK(evaluation.bleu.score >= 0);
+  CHECK(evaluation.bleu.score <= 1);
+}
+
+TEST_CASE("the shipped data gives the tutorial's corpus", "[seq2seq]") {
+  const Corpus corpus = load_corpus(CorpusOptions().path(kShippedData));
+  CHECK(corpus.report.lines_read > 70000);
+  CHECK(corpus.pairs.size() > 8000);
+  CHECK(corpus.pairs.size() < 10000);
+  const double held_out = static_cast<double>(corpus.split.validation.size()) /
+                          static_cast<double>(corpus.pairs.size());
+  CHECK(held_out == Approx(0.05).margin(0.01));
+  CHECK(corpus.source_vocabulary.word(kSos) == "SOS");
+  CHECK(corpus.source_vocabulary.word(kEos) == "EOS");
+  for (const text::SentencePair& pair : corpus.pairs) {
+    REQUIRE(text::split_words(pair.source).size() < 10);  // fits with EOS in MAX_LENGTH
+  }
+  CHECK_THROWS_WITH(load_corpus(CorpusOptions().path("no/such/file.tsv")),
+                    Contains("no/such/file.tsv"));
+}

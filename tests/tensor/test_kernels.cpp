@@ -1,0 +1,339 @@
+// tests/tensor/test_kernels.cpp — every SIMD kernel (kernels::f) against its
+// scalar specification (kernels::scalar::f), at sizes 0, 1, 7, 8, 9, 15, 16,
+// 17 and 10,000: empty, one lane, just under/at/over one register of 8 floats
+// or two of 4 doubles, the same around 16, and a long run.
+//
+// Tolerances. Operations IEEE-754 rounds exactly (+, −, ·, ÷, √, max, neg,
+// relu) must agree bit for bit. Transcendentals (exp, log, tanh, …) may differ
+// by a few units in the last place: |simd − scalar| ≤ tol·(|scalar| + 1),
+// where the +1 covers results near zero (sin near π). Sums and dot products
+// are added in a different order, so their tolerance scales with the sum of
+// the magnitudes of the terms: tol·Σ|term|. tol is 1e-5 in float (~80 ulp)
+// and 1e-12 in double. These tests run in both binaries.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "tensor/kernels.hpp"
+#include "tensor/random.hpp"
+
+using namespace attograd;
+namespace k = attograd::kernels;
+
+namespace {
+
+constexpr double kTolerance = sizeof(real) == 4 ? 1e-5 : 1e-12;
+const std::vector<int64_t> kSizes = {0, 1, 7, 8, 9, 15, 16, 17, 10000};
+
+using Values = std::vector<real>;
+
+Values draw(int64_t n, double low, double high, Generator& generator) {
+  Values v(n);
+  for (real& x : v) x = static_cast<real>(generator.uniform(low, high));
+  return v;
+}
+
+// Compares every element; on failure names the worst one.
+template <typename Allowed>
+void check_close(const std::string& what, const Values& simd, const Values& reference,
+                 Allowed allowed) {
+  REQUIRE(simd.size() == reference.size());
+  int64_t failures = 0, worst = -1;
+  double worst_excess = 0;
+  for (size_t i = 0; i < simd.size(); ++i) {
+    // Equal values (including equal infinities) differ by 0, not by ∞ − ∞.
+    const double difference =
+        simd[i] == reference[i] ? 0.0 : std::abs(double(simd[i]) - double(reference[i]));
+    const double limit = allowed(i);
+    if (!(difference <= limit)) {  // also catches NaN
+      ++failures;
+      const double excess = std::isnan(difference) ? INFINITY : difference - limit;
+      if (worst < 0 || excess > worst_excess) {
+        worst = static_cast<int64_t>(i);
+        worst_excess = excess;
+      }
+    }
+  }
+  INFO(what << ": " << failures << " of " << simd.size() << " elements differ"
+            << (worst >= 0 ? fmt::format("; worst at {}: simd {} vs scalar {} (allowed {})", worst,
+                                         simd[worst], reference[worst], allowed(worst))
+                           : std::string()));
+  CHECK(failures == 0);
+}
+
+void check_equal(const std::string& what, const Values& simd, const Values& reference) {
+  check_close(what, simd, reference, [](size_t) { return 0.0; });
+}
+
+const char* name_of(k::Unary op) {
+  switch (op) {
+    case k::Unary::neg: return "neg";
+    case k::Unary::exp: return "exp";
+    case k::Unary::log: return "log";
+    case k::Unary::sqrt: return "sqrt";
+    case k::Unary::sin: return "sin";
+    case k::Unary::cos: return "cos";
+    case k::Unary::tanh: return "tanh";
+    case k::Unary::sigmoid: return "sigmoid";
+    case k::Unary::relu: return "relu";
+  }
+  return "?";
+}
+
+const char* name_of(k::Binary op) {
+  switch (op) {
+    case k::Binary::add: return "add";
+    case k::Binary::sub: return "sub";
+    case k::Binary::mul: return "mul";
+    case k::Binary::div: return "div";
+  }
+  return "?";
+}
+
+bool rounds_exactly(k::Unary op) {
+  return op == k::Unary::neg || op == k::Unary::sqrt || op == k::Unary::relu;
+}
+
+}  // namespace
+
+TEST_CASE("the SIMD kernels describe their lane width", "[kernels]") {
+  const std::string description = k::simd_description();
+  CHECK_FALSE(description.empty());
+  CHECK(description.find(sizeof(real) == 4 ? "float" : "double") != std::string::npos);
+}
+
+TEST_CASE("unary kernels: SIMD equals scalar, forward and backward", "[kernels]") {
+  Generator generator(1);
+  for (k::Unary op : {k::Unary::neg, k::Unary::exp, k::Unary::log, k::Unary::sqrt, k::Unary::sin,
+                      k::Unary::cos, k::Unary::tanh, k::Unary::sigmoid, k::Unary::relu}) {
+    const bool positive_only = op == k::Unary::log || op == k::Unary::sqrt;
+    for (int64_t n : kSizes) {
+      const std::string what = fmt::format("{} n={}", name_of(op), n);
+      const Values x = positive_only ? draw(n, 0.05, 5, generator) : draw(n, -5, 5, generator);
+      Values y_simd(n), y_scalar(n);
+      k::unary_forward(op, y_simd.data(), x.data(), n);
+      k::scalar::unary_forward(op, y_scalar.data(), x.data(), n);
+      if (rounds_exactly(op)) {
+        check_equal(what + " forward", y_simd, y_scalar);
+      } else {
+        check_close(what + " forward", y_simd, y_scalar,
+                    [&](size_t i) { return kTolerance * (std::abs(y_scalar[i]) + 1); });
+      }
+
+      const Values dy = draw(n, -2, 2, generator);
+      Values dx_simd(n), dx_scalar(n);
+      k::unary_backward(op, dx_simd.data(), dy.data(), x.data(), y_scalar.data(), n);
+      k::scalar::unary_backward(op, dx_scalar.data(), dy.data(), x.data(), y_scalar.data(), n);
+      if (op == k::Unary::neg || op == k::Unary::relu) {
+        check_equal(what + " backward", dx_simd, dx_scalar);
+      } else {
+        check_close(what + " backward", dx_simd, dx_scalar, [&](size_t i) {
+          return kTolerance * (std::abs(dx_scalar[i]) + std::abs(dy[i]));
+        });
+      }
+    }
+  }
+}
+
+TEST_CASE("pow kernels: SIMD equals scalar", "[kernels]") {
+  Generator generator(2);
+  for (real p : {real(2), real(3), real(0.5), real(-1.5)}) {
+    for (int64_t n : kSizes) {
+      const std::string what = fmt::format("pow p={} n={}", p, n);
+      const Values x = draw(n, 0.1, 3, generator);
+      Values y_simd(n), y_scalar(n);
+      k::pow_forward(y_simd.data(), x.data(), p, n);
+      k::scalar::pow_forward(y_scalar.data(), x.data(), p, n);
+      check_close(what + " forward", y_simd, y_scalar,
+                  [&](size_t i) { return kTolerance * (std::abs(y_scalar[i]) + 1); });
+      const Values dy = draw(n, -2, 2, generator);
+      Values dx_simd(n), dx_scalar(n);
+      k::pow_backward(dx_simd.data(), dy.data(), x.data(), p, n);
+      k::scalar::pow_backward(dx_scalar.data(), dy.data(), x.data(), p, n);
+      check_close(what + " backward", dx_simd, dx_scalar,
+                  [&](size_t i) { return kTolerance * (std::abs(dx_scalar[i]) + 1); });
+    }
+  }
+}
+
+TEST_CASE("binary kernels: SIMD equals scalar for every step pattern", "[kernels]") {
+  Generator generator(3);
+  struct Steps {
+    int64_t a, b;
+  };
+  for (k::Binary op : {k::Binary::add, k::Binary::sub, k::Binary::mul, k::Binary::div}) {
+    for (Steps steps : {Steps{1, 1}, Steps{1, 0}, Steps{0, 1}}) {
+      for (int64_t n : kSizes) {
+        // A step-0 operand is one value (at least one element even when n = 0).
+        const Values a = draw(steps.a == 0 ? 1 : n, -3, 3, generator);
+        const Values b = draw(steps.b == 0 ? 1 : n, 0.5, 3, generator);  // ÷ away from 0
+        Values out_simd(n), out_scalar(n);
+        k::binary_forward(op, out_simd.data(), a.data(), steps.a, b.data(), steps.b, n);
+        k::scalar::binary_forward(op, out_scalar.data(), a.data(), steps.a, b.data(), steps.b, n);
+        check_equal(fmt::format("{} steps ({},{}) n={}", name_of(op), steps.a, steps.b, n),
+                    out_simd, out_scalar);
+      }
+    }
+  }
+}
+
+TEST_CASE("accumulate: SIMD equals scalar", "[kernels]") {
+  Generator generator(4);
+  for (int64_t n : kSizes) {
+    const Values x = draw(n, -3, 3, generator);
+    Values out_simd = draw(n, -3, 3, generator);
+    Values out_scalar = out_simd;
+    k::accumulate(out_simd.data(), x.data(), n);
+    k::scalar::accumulate(out_scalar.data(), x.data(), n);
+    check_equal(fmt::format("accumulate n={}", n), out_simd, out_scalar);
+  }
+}
+
+TEST_CASE("sum_axis and max_axis: SIMD equals scalar", "[kernels]") {
+  Generator generator(5);
+  struct Split {
+    int64_t outer, inner;
+  };
+  for (int64_t n : kSizes) {
+    for (Split split : {Split{3, 1}, Split{1, 1}, Split{2, 5}, Split{1, 17}, Split{2, 8}}) {
+      const int64_t outer = split.outer, inner = split.inner;
+      const std::string what = fmt::format("(outer {}, n {}, inner {})", outer, n, inner);
+      const Values x = draw(outer * n * inner, -2, 2, generator);
+
+      Values sum_simd(outer * inner), sum_scalar(outer * inner);
+      k::sum_axis_forward(sum_simd.data(), x.data(), outer, n, inner);
+      k::scalar::sum_axis_forward(sum_scalar.data(), x.data(), outer, n, inner);
+      check_close("sum_axis " + what, sum_simd, sum_scalar, [&](size_t i) {
+        const int64_t o = static_cast<int64_t>(i) / inner, j = static_cast<int64_t>(i) % inner;
+        double magnitude = 0;
+        for (int64_t m = 0; m < n; ++m) magnitude += std::abs(x[(o * n + m) * inner + j]);
+        return kTolerance * magnitude;
+      });
+
+      Values max_simd(outer * inner), max_scalar(outer * inner);
+      std::vector<int64_t> argmax_simd(outer * inner, -1), argmax_scalar(outer * inner, -2);
+      k::max_axis_forward(max_simd.data(), argmax_simd.data(), x.data(), outer, n, inner);
+      k::scalar::max_axis_forward(max_scalar.data(), argmax_scalar.data(), x.data(), outer, n,
+                                  inner);
+      check_equal("max_axis " + what, max_simd, max_scalar);
+      INFO("argmax " << what);
+      CHECK(argmax_simd == argmax_scalar);
+    }
+  }
+}
+
+TEST_CASE("max_axis picks the first of tied maxima in both versions", "[kernels]") {
+  // Row 0 ties at 1 and 3; row 1 is constant; row 2 peaks in the tail lane.
+  const Values x = {0, 5, 1, 5, 2, 2, 2, 2, 2, 2, -1, -1, -1, -1, 4};
+  for (bool simd : {true, false}) {
+    Values out(3);
+    std::vector<int64_t> argmax(3);
+    (simd ? k::max_axis_forward : k::scalar::max_axis_forward)(out.data(), argmax.data(), x.data(),
+                                                               3, 5, 1);
+    CHECK(out == Values{5, 2, 4});
+    CHECK(argmax == std::vector<int64_t>{1, 0, 4});
+  }
+}
+
+TEST_CASE("softmax and log_softmax kernels: SIMD equals scalar", "[kernels]") {
+  Generator generator(6);
+  struct Rows {
+    int64_t rows, cols;
+  };
+  std::vector<Rows> cases;
+  for (int64_t n : kSizes) cases.push_back({3, n});
+  cases.push_back({1000, 7});
+  cases.push_back({17, 9});
+  for (Rows c : cases) {
+    const int64_t count = c.rows * c.cols;
+    const std::string what = fmt::format("({} rows, {} cols)", c.rows, c.cols);
+    const Values x = draw(count, -6, 6, generator);
+    const Values dy = draw(count, -2, 2, generator);
+    // Σ_j |a_j b_j| over the row of element i, the scale of a row's dot product.
+    auto row_magnitude = [&](const Values& a, const Values& b, size_t i) {
+      const int64_t start = static_cast<int64_t>(i) / c.cols * c.cols;
+      double total = 0;
+      for (int64_t j = start; j < start + c.cols; ++j) {
+        total += std::abs(double(a[j]) * (b.empty() ? 1.0 : double(b[j])));
+      }
+      return total;
+    };
+
+    Values y_simd(count), y(count);
+    k::softmax_forward(y_simd.data(), x.data(), c.rows, c.cols);
+    k::scalar::softmax_forward(y.data(), x.data(), c.rows, c.cols);
+    check_close("softmax forward " + what, y_simd, y,
+                [&](size_t i) { return kTolerance * std::abs(y[i]); });
+
+    Values dx_simd(count), dx(count);
+    k::softmax_backward(dx_simd.data(), y.data(), dy.data(), c.rows, c.cols);
+    k::scalar::softmax_backward(dx.data(), y.data(), dy.data(), c.rows, c.cols);
+    check_close("softmax backward " + what, dx_simd, dx, [&](size_t i) {
+      return kTolerance * (std::abs(dx[i]) + std::abs(y[i]) * row_magnitude(dy, y, i));
+    });
+
+    Values log_y_simd(count), log_y(count);
+    k::log_softmax_forward(log_y_simd.data(), x.data(), c.rows, c.cols);
+    k::scalar::log_softmax_forward(log_y.data(), x.data(), c.rows, c.cols);
+    check_close("log_softmax forward " + what, log_y_simd, log_y,
+                [&](size_t i) { return kTolerance * (std::abs(log_y[i]) + 1); });
+
+    Values log_dx_simd(count), log_dx(count);
+    k::log_softmax_backward(log_dx_simd.data(), log_y.data(), dy.data(), c.rows, c.cols);
+    k::scalar::log_softmax_backward(log_dx.data(), log_y.data(), dy.data(), c.rows, c.cols);
+    check_close("log_softmax backward " + what, log_dx_simd, log_dx, [&](size_t i) {
+      return kTolerance * (std::abs(dy[i]) + std::exp(double(log_y[i])) * row_magnitude(dy, {}, i));
+    });
+  }
+}
+
+TEST_CASE("matmul kernels: SIMD equals scalar in all four layouts", "[kernels]") {
+  Generator generator(7);
+  using k::Layout;
+  struct Sizes {
+    int64_t M, K, N;
+  };
+  std::vector<Sizes> cases;
+  const std::vector<int64_t> small = {0, 1, 7, 8, 9, 15, 16, 17};
+  for (int64_t M : small) {
+    for (int64_t K : small) {
+      for (int64_t N : small) cases.push_back({M, K, N});
+    }
+  }
+  // Long products: K past the kernel's K-block of 256, and a 10,000-long side.
+  for (Sizes s : {Sizes{1, 10000, 17}, Sizes{17, 10000, 1}, Sizes{2, 17, 10000},
+                  Sizes{10000, 7, 9}, Sizes{9, 600, 40}, Sizes{33, 257, 31}}) {
+    cases.push_back(s);
+  }
+  for (Layout a_layout : {Layout::normal, Layout::transposed}) {
+    for (Layout b_layout : {Layout::normal, Layout::transposed}) {
+      for (Sizes s : cases) {
+        const Values a = draw(s.M * s.K, -1, 1, generator);
+        const Values b = draw(s.K * s.N, -1, 1, generator);
+        Values c_simd(s.M * s.N, real(99)), c_scalar(s.M * s.N, real(-99));
+        k::matmul_forward(c_simd.data(), a.data(), a_layout, b.data(), b_layout, s.M, s.K, s.N);
+        k::scalar::matmul_forward(c_scalar.data(), a.data(), a_layout, b.data(), b_layout, s.M,
+                                  s.K, s.N);
+        auto a_at = [&](int64_t i, int64_t kk) {
+          return a_layout == Layout::normal ? a[i * s.K + kk] : a[kk * s.M + i];
+        };
+        auto b_at = [&](int64_t kk, int64_t j) {
+          return b_layout == Layout::normal ? b[kk * s.N + j] : b[j * s.K + kk];
+        };
+        check_close(fmt::format("matmul {}{} ({},{},{})", a_layout == Layout::normal ? "N" : "T",
+                                b_layout == Layout::normal ? "N" : "T", s.M, s.K, s.N),
+                    c_simd, c_scalar, [&](size_t index) {
+                      const int64_t i = static_cast<int64_t>(index) / s.N;
+                      const int64_t j = static_cast<int64_t>(index) % s.N;
+                      double magnitude = 0;
+                      for (int64_t kk = 0; kk < s.K; ++kk) {
+                        magnitude += std::abs(double(a_at(i, kk)) * double(b_at(kk, j)));
+                      }
+                      return kTolerance * magnitude;
+                    });
+      }
+    }
+  }
+}
