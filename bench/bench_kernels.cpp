@@ -13,10 +13,9 @@
 //      tanh, softmax rows and sum.
 // Every figure is the median of 7 timed samples; each sample repeats the
 // work until it takes at least 20 ms of this thread's CPU time (not wall
-// time, so other processes sharing the core do not inflate the numbers). Timings are for reading, never for
-// pass/fail: the tests check correctness only.
+// time, so other processes sharing the core do not inflate the numbers). Timings are for reading,
+// never for pass/fail: the tests check correctness only.
 #include <fmt/core.h>
-#include <xsimd/xsimd.hpp>
 
 #include <algorithm>
 #include <array>
@@ -25,6 +24,7 @@
 #include <functional>
 #include <string>
 #include <vector>
+#include <xsimd/xsimd.hpp>
 
 #include "attograd.hpp"
 #include "tensor/parallel.hpp"
@@ -168,12 +168,13 @@ void matmul_table() {
       const double scalar = flops / median_seconds([&] {
                               kernels::scalar::matmul_forward(out.data(), a.data(), c.a_layout,
                                                               b.data(), c.b_layout, c.M, c.K, c.N);
-                            }) * 1e-9;
+                            }) *
+                            1e-9;
       fmt::print("{:<44} {:>10.1f} {:>7.0f}% {:>12.2f} {:>7.1f}x\n", c.name, simd,
                  100 * median(shares), scalar, simd / scalar);
     } else {
-      fmt::print("{:<44} {:>10.1f} {:>7.0f}% {:>12} {:>8}\n", c.name, simd,
-                 100 * median(shares), "-", "-");
+      fmt::print("{:<44} {:>10.1f} {:>7.0f}% {:>12} {:>8}\n", c.name, simd, 100 * median(shares),
+                 "-", "-");
     }
   }
 }
@@ -191,14 +192,15 @@ void speedup_row(const std::string& name, const std::string& size, int64_t eleme
 
 void speedup_table() {
   fmt::print("\n3. SIMD versus the scalar reference loops (median of {} samples)\n\n", kSamples);
-  fmt::print("{:<22} {:<16} {:>12} {:>12} {:>9}\n", "kernel", "size", "scalar ns/el",
-             "simd ns/el", "speedup");
+  fmt::print("{:<22} {:<16} {:>12} {:>12} {:>9}\n", "kernel", "size", "scalar ns/el", "simd ns/el",
+             "speedup");
   Generator generator(2);
   constexpr int64_t n = 4096;
   const std::vector<real> x = uniform({n}, -4, 4, generator).to_vector();
   std::vector<real> out(n);
   speedup_row(
-      "exp", "4096", n, [&] { kernels::unary_forward(kernels::Unary::exp, out.data(), x.data(), n); },
+      "exp", "4096", n,
+      [&] { kernels::unary_forward(kernels::Unary::exp, out.data(), x.data(), n); },
       [&] { kernels::scalar::unary_forward(kernels::Unary::exp, out.data(), x.data(), n); });
   speedup_row(
       "tanh", "4096", n,
@@ -215,13 +217,16 @@ void speedup_table() {
   speedup_row(
       "log_softmax rows", "64 x 2803", rows * cols,
       [&] { kernels::log_softmax_forward(probabilities.data(), logits.data(), rows, cols); },
-      [&] { kernels::scalar::log_softmax_forward(probabilities.data(), logits.data(), rows, cols); });
+      [&] {
+        kernels::scalar::log_softmax_forward(probabilities.data(), logits.data(), rows, cols);
+      });
 
   constexpr int64_t long_n = 1 << 16;
   const std::vector<real> values = uniform({long_n}, -1, 1, generator).to_vector();
   real total = 0;
   speedup_row(
-      "sum", "65536", long_n, [&] { kernels::sum_axis_forward(&total, values.data(), 1, long_n, 1); },
+      "sum", "65536", long_n,
+      [&] { kernels::sum_axis_forward(&total, values.data(), 1, long_n, 1); },
       [&] { kernels::scalar::sum_axis_forward(&total, values.data(), 1, long_n, 1); });
 }
 
@@ -245,8 +250,9 @@ int main() {
   fmt::print("attograd kernel benchmark (1 thread; the library would use {})\n", threads);
   fmt::print("CPU: {}; kernels: {}\n", cpu_model(), kernels::simd_description());
   const double peak = fma_peak_gflops();
-  fmt::print("\n1. FMA peak, one core: {:.1f} GFLOP/s ({}-lane {} FMAs, 12 chains, registers only)\n",
-             peak, xsimd::batch<real>::size, sizeof(real) == 4 ? "float" : "double");
+  fmt::print(
+      "\n1. FMA peak, one core: {:.1f} GFLOP/s ({}-lane {} FMAs, 12 chains, registers only)\n",
+      peak, xsimd::batch<real>::size, sizeof(real) == 4 ? "float" : "double");
   matmul_table();
   speedup_table();
   return 0;

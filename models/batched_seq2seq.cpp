@@ -392,7 +392,10 @@ Evaluation evaluate(BatchedSeq2Seq& model, const text::Vocabulary& source_vocabu
     const SentenceTranslation translation =
         translate_sentence(model, source_vocabulary, target_vocabulary, pair.source, num_steps);
     pair.output = text::join_words(translation.output_words);
-    pair.sentence_bleu = text::d2l_sentence_bleu(pair.output, pair.references.front(), 2);
+    for (const std::string& reference : pair.references) {
+      pair.sentence_bleu =
+          std::max(pair.sentence_bleu, text::d2l_sentence_bleu(pair.output, reference, 2));
+    }
     bleu_sum += pair.sentence_bleu;
     evaluation.unknown_words += translation.unknown_words;
     evaluation.dropped_words += translation.dropped_words;

@@ -313,7 +313,7 @@ struct EvaluatedPair {
   std::string source;
   std::vector<std::string> references;
   std::string output;
-  double sentence_bleu = 0;  // d2l_sentence_bleu against the first reference, k = 2
+  double sentence_bleu = 0;  // d2l_sentence_bleu, k = 2, against the reference it fits best
 };
 
 struct Evaluation {

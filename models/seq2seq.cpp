@@ -5,8 +5,6 @@
 // H hidden size, V_in / V_out vocabulary sizes.
 #include "models/seq2seq.hpp"
 
-#include <algorithm>
-
 #include "autograd/ops.hpp"
 #include "nn/loss.hpp"
 #include "tensor/error.hpp"
@@ -48,6 +46,23 @@ void check_memory(const AttentionMemory& memory, int64_t L, int64_t H) {
         "memory remember() made for this decoder",
         memory.values.defined() ? memory.values.shape() : Shape{}, L, H);
 }
+
+// Puts a module in evaluation mode and restores its mode when it goes out of
+// scope, so translate() can be called in the middle of training.
+class EvalModeGuard {
+ public:
+  explicit EvalModeGuard(nn::Module& module)
+      : module_(module), was_training_(module.is_training()) {
+    module_.eval();
+  }
+  ~EvalModeGuard() { module_.train(was_training_); }
+  EvalModeGuard(const EvalModeGuard&) = delete;
+  EvalModeGuard& operator=(const EvalModeGuard&) = delete;
+
+ private:
+  nn::Module& module_;
+  bool was_training_;
+};
 
 }  // namespace
 
@@ -311,24 +326,6 @@ PairLoss Seq2Seq::pair_loss(const std::vector<int64_t>& source, const std::vecto
   return PairLoss{nn::nll_loss(log_probs, taken, nn::Reduction::sum),
                   static_cast<int64_t>(target.size())};
 }
-
-// Restores the training mode a module had when it goes out of scope.
-namespace {
-class EvalModeGuard {
- public:
-  explicit EvalModeGuard(nn::Module& module)
-      : module_(module), was_training_(module.is_training()) {
-    module_.eval();
-  }
-  ~EvalModeGuard() { module_.train(was_training_); }
-  EvalModeGuard(const EvalModeGuard&) = delete;
-  EvalModeGuard& operator=(const EvalModeGuard&) = delete;
-
- private:
-  nn::Module& module_;
-  bool was_training_;
-};
-}  // namespace
 
 Translation Seq2Seq::translate(const std::vector<int64_t>& source, int64_t max_steps) {
   const EvalModeGuard eval_mode(*this);

@@ -117,9 +117,12 @@ class Pool {
   std::exception_ptr error_;
 };
 
-// 2^17 multiply-adds: about 15 µs of AVX2 work, several times the cost of
-// waking a worker and waiting for it (bench/matmul_threads.cpp).
-constexpr int64_t kDefaultMinParallelWork = int64_t{1} << 17;
+// 2^19 multiply-adds: 25–100 µs of one core's work, depending on the
+// kernel. Handing half of it to a sleeping worker costs about 15–20 µs (the
+// wake-up and the wait for it), so products of this size gain a little
+// (1.5× at 655K, measured with both cores free) and smaller ones lose (a
+// 393K GRU product: 1.0–1.25×; a 20K one takes 6× longer).
+constexpr int64_t kDefaultMinParallelWork = int64_t{1} << 19;
 
 int threads_from_environment() {
   const char* text = std::getenv("ATTOGRAD_NUM_THREADS");

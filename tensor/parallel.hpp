@@ -30,7 +30,8 @@ int num_threads();
 void set_num_threads(int n);
 
 // Work (multiply-adds) from which parallel_for splits; smaller jobs stay on
-// the calling thread. The default was measured with bench/matmul_threads.cpp.
+// the calling thread. The default, 2^19, is where splitting a product starts
+// to pay for waking a worker (tensor/parallel.cpp has the measurements).
 int64_t min_parallel_work();
 void set_min_parallel_work(int64_t work);
 

@@ -177,7 +177,6 @@ void save_attention_map(const fs::path& path, const SentenceTranslation& transla
       .column_labels(columns)
       .x_label("Keys (source)")
       .y_label("Queries (output steps)")
-      .value_limits(0, 1)
       .colormap(plot::Colormap::reds())
       .colorbar_label("weight");
   map.save(path);
@@ -190,7 +189,7 @@ void save_loss_curve(const fs::path& path, const TrainingReport& report) {
     y.push_back(epoch.loss);
   }
   plot::LineChart chart;
-  chart.title("Training loss (d2l's masked cross-entropy per token, ÷ num_steps)")
+  chart.title("Training loss (d2l's masked cross-entropy)")
       .x_label("epoch")
       .y_label("loss")
       .legend(plot::LegendPosition::hidden)

@@ -277,7 +277,8 @@ int run_train(const TrainFlags& flags) {
                      model.parameter_count(), to_string(options.decoder()), options.hidden_size(),
                      training.iterations());
   out << std::flush;
-  double last_loss = 0;
+  double last_loss =
+      trainer.progress().interval_losses.empty() ? 0.0 : trainer.progress().interval_losses.back();
   Trainer::Hooks hooks;
   hooks.report = [&](const IntervalReport& report) {
     last_loss = report.average_loss;
@@ -522,8 +523,7 @@ int main(int argc, char** argv) {
       .flag("dense-embeddings", train.dense_embeddings,
             "update the embeddings densely (slower; the same numbers)")
       .flag("threads", train.threads,
-            "threads for the large matrix products (results do not depend on it)",
-            cli::positive());
+            "threads for the large matrix products (results do not depend on it)", cli::positive());
 
   cli::Parser& translate_parser = parser.add_command(
       "translate", "translate stdin, one sentence a line, with a trained checkpoint");

@@ -3,7 +3,6 @@
 // broadcasting undone by sum_to. Every expected gradient is worked out by
 // hand in the comment next to it. These run in both binaries.
 #include <catch2/catch.hpp>
-
 #include <vector>
 
 #include "attograd.hpp"

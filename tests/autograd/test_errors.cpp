@@ -4,7 +4,6 @@
 // hint that may be reworded), so a regression in wording is a test failure.
 // They run in both binaries.
 #include <catch2/catch.hpp>
-
 #include <string>
 #include <type_traits>
 
@@ -63,8 +62,9 @@ TEST_CASE("reshape, view and shape-op errors", "[autograd][errors]") {
   REQUIRE_THROWS_WITH(reshape(zeros({2, 3}), {4, 2}),
                       "reshape: cannot reshape (2,3) (6 elements) into (4,2) (8 elements); the "
                       "counts must match");
-  REQUIRE_THROWS_WITH(reshape(zeros({2, 3}), {4, -1}),
-                      "reshape: cannot reshape (2,3) (6 elements) into (4,-1): no size for -1 fits");
+  REQUIRE_THROWS_WITH(
+      reshape(zeros({2, 3}), {4, -1}),
+      "reshape: cannot reshape (2,3) (6 elements) into (4,-1): no size for -1 fits");
   REQUIRE_THROWS_WITH(reshape(zeros({2, 3}), {-1, -1}),
                       "reshape: (-1,-1) has more than one -1; only one size can be inferred");
   REQUIRE_THROWS_WITH(view(transpose(zeros({2, 3}), 0, 1), {6}),
@@ -73,8 +73,7 @@ TEST_CASE("reshape, view and shape-op errors", "[autograd][errors]") {
   REQUIRE_THROWS_WITH(squeeze(zeros({3, 4}), 1),
                       "squeeze: axis 1 of shape (3,4) has size 4, not 1; only size-1 axes can be "
                       "removed");
-  REQUIRE_THROWS_WITH(permute(zeros({2, 3}), {0, 0}),
-                      "permute: axis 0 appears twice in the order");
+  REQUIRE_THROWS_WITH(permute(zeros({2, 3}), {0, 0}), "permute: axis 0 appears twice in the order");
   REQUIRE_THROWS_WITH(permute(zeros({2, 3}), {0}),
                       "permute: order has 1 axes but the tensor of shape (2,3) has 2");
   REQUIRE_THROWS_WITH(expand(zeros({2, 3}), {2, 4}),
@@ -83,8 +82,9 @@ TEST_CASE("reshape, view and shape-op errors", "[autograd][errors]") {
   REQUIRE_THROWS_WITH(expand(zeros({2, 3}), {3}),
                       "expand: cannot expand (2,3) to (3), which has fewer dims; expand can only "
                       "add leading axes");
-  REQUIRE_THROWS_WITH(expand(zeros({3}), {-1, 3}),
-                      "expand: cannot expand (3) to (-1,3): new leading axis 0 needs a size, not -1");
+  REQUIRE_THROWS_WITH(
+      expand(zeros({3}), {-1, 3}),
+      "expand: cannot expand (3) to (-1,3): new leading axis 0 needs a size, not -1");
   REQUIRE_THROWS_WITH(repeat(zeros({2, 3}), {2}),
                       "repeat: 1 repeats for a tensor of 2 dims; give at least one per axis");
   REQUIRE_THROWS_WITH(repeat(zeros({2}), {-1}), "repeat: repeat count -1 is negative");
@@ -96,8 +96,9 @@ TEST_CASE("index and range errors", "[autograd][errors]") {
   const Tensor x = zeros({3, 5});
   REQUIRE_THROWS_WITH(index_select(x, 0, {0, 3}),
                       "index_select: index 3 out of range for axis 0 of shape (3,5) (valid: 0..2)");
-  REQUIRE_THROWS_WITH(index_select(x, 1, {-1}),
-                      "index_select: index -1 out of range for axis 1 of shape (3,5) (valid: 0..4)");
+  REQUIRE_THROWS_WITH(
+      index_select(x, 1, {-1}),
+      "index_select: index -1 out of range for axis 1 of shape (3,5) (valid: 0..4)");
   REQUIRE_THROWS_WITH(gather(x, 1, {0, 5}, {1, 2}),
                       "gather: index 5 out of range for axis 1 of shape (3,5)");
   REQUIRE_THROWS_WITH(gather(x, 1, {0, 1, 2}, {1, 2}),
@@ -118,7 +119,8 @@ TEST_CASE("index and range errors", "[autograd][errors]") {
                       "5)");
   REQUIRE_THROWS_WITH(narrow(x, 1, -1, 2), "narrow: start -1 and length 2 must be >= 0");
   REQUIRE_THROWS_WITH(x.at({3, 0}), "at: index 3 out of range for axis 0 of size 3");
-  REQUIRE_THROWS_WITH(x.at({0}), "at: index has 1 entries but the tensor of shape (3,5) has 2 dims");
+  REQUIRE_THROWS_WITH(x.at({0}),
+                      "at: index has 1 entries but the tensor of shape (3,5) has 2 dims");
   REQUIRE_THROWS_WITH(x.item(),
                       "item: tensor of shape (3,5) has 15 elements; item() needs exactly one "
                       "(reduce it first, e.g. with sum)");
@@ -148,7 +150,8 @@ TEST_CASE("reduction errors", "[autograd][errors]") {
   REQUIRE_THROWS_WITH(mean(zeros({0, 3})), "mean: cannot average an empty tensor of shape (0,3)");
   REQUIRE_THROWS_WITH(mean(zeros({0, 3}), {0}),
                       "mean: cannot average over an empty axis of shape (0,3)");
-  REQUIRE_THROWS_WITH(max(zeros({0})), "max: tensor of shape (0) is empty; a maximum needs an element");
+  REQUIRE_THROWS_WITH(max(zeros({0})),
+                      "max: tensor of shape (0) is empty; a maximum needs an element");
   REQUIRE_THROWS_WITH(max(zeros({2, 0}), 1),
                       "max: axis 1 of shape (2,0) is empty; a maximum needs an element");
   REQUIRE_THROWS_WITH(argmax(zeros({2, 0}), 1), "argmax: axis 1 of shape (2,0) is empty");
@@ -176,15 +179,17 @@ TEST_CASE("backward errors", "[autograd][errors]") {
   // An op whose backward returns a gradient of the wrong shape is named.
   Tensor y = record("broken_op", x.clone_data(), {x},
                     [](const Tensor&) { return std::vector<Tensor>{zeros({2})}; });
-  REQUIRE_THROWS_WITH(backward(sum(y)),
-                      "backward: op 'broken_op' returned a gradient of shape (2) for its input 0 of "
-                      "shape (3) (a bug in the op: the gradient must have the input's shape or "
-                      "broadcast from it)");
+  REQUIRE_THROWS_WITH(
+      backward(sum(y)),
+      "backward: op 'broken_op' returned a gradient of shape (2) for its input 0 of "
+      "shape (3) (a bug in the op: the gradient must have the input's shape or "
+      "broadcast from it)");
   Tensor z = record("two_for_one", x.clone_data(), {x}, [](const Tensor& dy) {
     return std::vector<Tensor>{dy, dy};
   });
-  REQUIRE_THROWS_WITH(backward(sum(z)),
-                      "backward: op 'two_for_one' returned 2 gradients for 1 inputs (a bug in the op)");
+  REQUIRE_THROWS_WITH(
+      backward(sum(z)),
+      "backward: op 'two_for_one' returned 2 gradients for 1 inputs (a bug in the op)");
   REQUIRE_THROWS_WITH(sum_to(zeros({3, 4}), {3, 5}),
                       "sum_to: gradient of shape (3,4) cannot be reduced to (3,5) ((3,5) does not "
                       "broadcast to (3,4))");
@@ -215,9 +220,9 @@ TEST_CASE("gradcheck refuses the float build", "[autograd][errors]") {
                         StartsWith("gradcheck: this library was built with float; finite "
                                    "differences need the double build"));
   } else {
-    REQUIRE_THROWS_WITH(gradcheck([](const std::vector<Tensor>& x) { return detach(x[0]) * 2.0; },
-                                  {ones({1})}),
-                        "gradcheck: the function's output does not depend on any input that "
-                        "requires grad");
+    REQUIRE_THROWS_WITH(
+        gradcheck([](const std::vector<Tensor>& x) { return detach(x[0]) * 2.0; }, {ones({1})}),
+        "gradcheck: the function's output does not depend on any input that "
+        "requires grad");
   }
 }

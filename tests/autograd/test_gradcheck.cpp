@@ -11,9 +11,8 @@
 // gradcheck (autograd/gradcheck.hpp) uses ε = 1e-6, and passes an element
 // when |analytic − numeric| ≤ 1e-6 + 1e-5·|numeric|. Inputs are kept at least
 // 0.05 away from every kink, so no ±ε step crosses one.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <fstream>
 #include <numeric>
 #include <regex>
@@ -31,10 +30,10 @@ namespace {
 using Inputs = std::vector<Tensor>;
 
 struct GradcheckRow {
-  std::string name;             // "op" or "op: what this row exercises"
-  GradcheckFunction function;   // the inputs → one output tensor
-  std::vector<Inputs> cases;    // each is one call of gradcheck
-  std::string note;             // kinks avoided, domain, step
+  std::string name;            // "op" or "op: what this row exercises"
+  GradcheckFunction function;  // the inputs → one output tensor
+  std::vector<Inputs> cases;   // each is one call of gradcheck
+  std::string note;            // kinks avoided, domain, step
 };
 
 // Inputs are drawn from one seeded generator so every run checks the same
@@ -65,8 +64,8 @@ Tensor distinct_values(const Shape& shape) {
   const int64_t n = shape.numel();
   std::vector<real> values(n);
   for (int64_t i = 0; i < n; ++i) {
-    values[i] = real(0.1) * real(i) - real(0.05) * real(n) +
-                real(0.01) * real(input_generator().uniform());
+    values[i] =
+        real(0.1) * real(i) - real(0.05) * real(n) + real(0.01) * real(input_generator().uniform());
   }
   for (int64_t i = n - 1; i > 0; --i) {
     std::swap(values[i], values[input_generator().below(static_cast<uint64_t>(i + 1))]);
@@ -113,11 +112,15 @@ std::vector<GradcheckRow> gradcheck_table() {
   };
 
   // ---- Elementwise binary, broadcasting ------------------------------------
-  binary("add", [](const Inputs& x) { return add(x[0], x[1]); }, any_values, "linear");
-  binary("sub", [](const Inputs& x) { return sub(x[0], x[1]); }, any_values, "linear");
-  binary("mul", [](const Inputs& x) { return mul(x[0], x[1]); }, any_values, "bilinear");
-  binary("div", [](const Inputs& x) { return div(x[0], x[1]); }, positive_values,
-         "denominators in [0.5, 2], away from the pole at 0");
+  binary(
+      "add", [](const Inputs& x) { return add(x[0], x[1]); }, any_values, "linear");
+  binary(
+      "sub", [](const Inputs& x) { return sub(x[0], x[1]); }, any_values, "linear");
+  binary(
+      "mul", [](const Inputs& x) { return mul(x[0], x[1]); }, any_values, "bilinear");
+  binary(
+      "div", [](const Inputs& x) { return div(x[0], x[1]); }, positive_values,
+      "denominators in [0.5, 2], away from the pole at 0");
   rows.push_back({"mul: a value times itself",
                   [](const Inputs& x) { return mul(x[0], x[0]); },
                   {{any_values({7})}},
@@ -133,44 +136,53 @@ std::vector<GradcheckRow> gradcheck_table() {
   // ---- Elementwise unary ---------------------------------------------------
   auto unary = [&](std::string name, GradcheckFunction f, Tensor (*draw)(const Shape&),
                    std::string note) {
-    rows.push_back({std::move(name), std::move(f), each_shape(draw, kElementwiseShapes),
-                    std::move(note)});
+    rows.push_back(
+        {std::move(name), std::move(f), each_shape(draw, kElementwiseShapes), std::move(note)});
   };
-  unary("neg", [](const Inputs& x) { return neg(x[0]); }, any_values, "linear");
-  unary("exp", [](const Inputs& x) { return exp(x[0]); }, any_values, "smooth");
-  unary("log", [](const Inputs& x) { return log(x[0]); }, positive_values,
-        "x in [0.5, 2]: log needs x > 0");
-  unary("sqrt", [](const Inputs& x) { return sqrt(x[0]); }, positive_values,
-        "x in [0.5, 2]: away from the infinite slope at 0");
-  unary("sin", [](const Inputs& x) { return sin(x[0]); }, any_values, "smooth");
-  unary("cos", [](const Inputs& x) { return cos(x[0]); }, any_values, "smooth");
-  unary("tanh", [](const Inputs& x) { return tanh(x[0]); }, any_values, "smooth");
-  unary("sigmoid", [](const Inputs& x) { return sigmoid(x[0]); }, any_values, "smooth");
-  unary("relu", [](const Inputs& x) { return relu(x[0]); }, off_zero_values,
-        "kink at 0: inputs moved off it, |x| >= 0.1 with random signs");
-  unary("pow: p = 3", [](const Inputs& x) { return pow(x[0], real(3)); }, any_values,
-        "integer power, any sign");
-  unary("pow: p = 2.5", [](const Inputs& x) { return pow(x[0], real(2.5)); }, positive_values,
-        "fractional power needs x > 0");
-  unary("pow: p = -1.5", [](const Inputs& x) { return pow(x[0], real(-1.5)); }, positive_values,
-        "negative power: x in [0.5, 2], away from the pole");
+  unary(
+      "neg", [](const Inputs& x) { return neg(x[0]); }, any_values, "linear");
+  unary(
+      "exp", [](const Inputs& x) { return exp(x[0]); }, any_values, "smooth");
+  unary(
+      "log", [](const Inputs& x) { return log(x[0]); }, positive_values,
+      "x in [0.5, 2]: log needs x > 0");
+  unary(
+      "sqrt", [](const Inputs& x) { return sqrt(x[0]); }, positive_values,
+      "x in [0.5, 2]: away from the infinite slope at 0");
+  unary(
+      "sin", [](const Inputs& x) { return sin(x[0]); }, any_values, "smooth");
+  unary(
+      "cos", [](const Inputs& x) { return cos(x[0]); }, any_values, "smooth");
+  unary(
+      "tanh", [](const Inputs& x) { return tanh(x[0]); }, any_values, "smooth");
+  unary(
+      "sigmoid", [](const Inputs& x) { return sigmoid(x[0]); }, any_values, "smooth");
+  unary(
+      "relu", [](const Inputs& x) { return relu(x[0]); }, off_zero_values,
+      "kink at 0: inputs moved off it, |x| >= 0.1 with random signs");
+  unary(
+      "pow: p = 3", [](const Inputs& x) { return pow(x[0], real(3)); }, any_values,
+      "integer power, any sign");
+  unary(
+      "pow: p = 2.5", [](const Inputs& x) { return pow(x[0], real(2.5)); }, positive_values,
+      "fractional power needs x > 0");
+  unary(
+      "pow: p = -1.5", [](const Inputs& x) { return pow(x[0], real(-1.5)); }, positive_values,
+      "negative power: x in [0.5, 2], away from the pole");
 
   // ---- Reductions ------------------------------------------------------------
-  rows.push_back({"sum: everything",
-                  [](const Inputs& x) { return sum(x[0]); },
-                  each_shape(any_values, {{1}, {9}, {}, {2, 3, 4}}),
-                  "linear"});
+  rows.push_back({"sum: everything", [](const Inputs& x) { return sum(x[0]); },
+                  each_shape(any_values, {{1}, {9}, {}, {2, 3, 4}}), "linear"});
   for (bool keepdim : {false, true}) {
     const std::string kd = keepdim ? " keepdim" : "";
-    for (std::vector<int64_t> axes : std::vector<std::vector<int64_t>>{{0}, {1}, {2}, {-1}, {0, 2}}) {
+    for (std::vector<int64_t> axes :
+         std::vector<std::vector<int64_t>>{{0}, {1}, {2}, {-1}, {0, 2}}) {
       rows.push_back({fmt::format("sum: axes {}{}", fmt::join(axes, ","), kd),
                       [axes, keepdim](const Inputs& x) { return sum(x[0], axes, keepdim); },
-                      each_shape(any_values, {{2, 3, 4}, {7, 1, 9}}),
-                      "linear"});
+                      each_shape(any_values, {{2, 3, 4}, {7, 1, 9}}), "linear"});
       rows.push_back({fmt::format("mean: axes {}{}", fmt::join(axes, ","), kd),
                       [axes, keepdim](const Inputs& x) { return mean(x[0], axes, keepdim); },
-                      each_shape(any_values, {{2, 3, 4}, {1, 8, 9}}),
-                      "linear"});
+                      each_shape(any_values, {{2, 3, 4}, {1, 8, 9}}), "linear"});
     }
     for (int64_t axis : {0, 1, 2, -1}) {
       rows.push_back({fmt::format("max: axis {}{}", axis, kd),
@@ -179,12 +191,9 @@ std::vector<GradcheckRow> gradcheck_table() {
                       "kink where two entries tie: entries distinct, >= 0.05 apart"});
     }
   }
-  rows.push_back({"mean: everything",
-                  [](const Inputs& x) { return mean(x[0]); },
-                  each_shape(any_values, {{1}, {8}, {}, {2, 3, 4}}),
-                  "linear"});
-  rows.push_back({"max: everything",
-                  [](const Inputs& x) { return max(x[0]); },
+  rows.push_back({"mean: everything", [](const Inputs& x) { return mean(x[0]); },
+                  each_shape(any_values, {{1}, {8}, {}, {2, 3, 4}}), "linear"});
+  rows.push_back({"max: everything", [](const Inputs& x) { return max(x[0]); },
                   each_shape(distinct_values, {{1}, {7}, {9}, {3, 5}}),
                   "entries distinct, >= 0.05 apart"});
 
@@ -198,18 +207,21 @@ std::vector<GradcheckRow> gradcheck_table() {
                    {any_values({8, 8}), any_values({8, 8})},
                    {any_values({1, 1}), any_values({1, 1})}},
                   "bilinear; odd sizes exercise the kernel's column tails"});
-  rows.push_back({"matmul: transposed left operand (a view)",
-                  [](const Inputs& x) { return matmul(transpose(x[0], 0, 1), x[1]); },
-                  {{any_values({9, 7}), any_values({9, 8})}, {any_values({4, 3}), any_values({4, 5})}},
-                  "the kernel reads the view as Layout::transposed"});
-  rows.push_back({"matmul: transposed right operand (a view, like Linear's Wᵀ)",
-                  [](const Inputs& x) { return matmul(x[0], transpose(x[1], 0, 1)); },
-                  {{any_values({7, 9}), any_values({8, 9})}, {any_values({1, 17}), any_values({3, 17})}},
-                  "bilinear"});
-  rows.push_back({"matmul: both operands transposed views",
-                  [](const Inputs& x) { return matmul(transpose(x[0], 0, 1), transpose(x[1], 0, 1)); },
-                  {{any_values({9, 7}), any_values({8, 9})}},
-                  "bilinear"});
+  rows.push_back(
+      {"matmul: transposed left operand (a view)",
+       [](const Inputs& x) { return matmul(transpose(x[0], 0, 1), x[1]); },
+       {{any_values({9, 7}), any_values({9, 8})}, {any_values({4, 3}), any_values({4, 5})}},
+       "the kernel reads the view as Layout::transposed"});
+  rows.push_back(
+      {"matmul: transposed right operand (a view, like Linear's Wᵀ)",
+       [](const Inputs& x) { return matmul(x[0], transpose(x[1], 0, 1)); },
+       {{any_values({7, 9}), any_values({8, 9})}, {any_values({1, 17}), any_values({3, 17})}},
+       "bilinear"});
+  rows.push_back(
+      {"matmul: both operands transposed views",
+       [](const Inputs& x) { return matmul(transpose(x[0], 0, 1), transpose(x[1], 0, 1)); },
+       {{any_values({9, 7}), any_values({8, 9})}},
+       "bilinear"});
   rows.push_back({"matmul: strided operand that must be copied",
                   [](const Inputs& x) { return matmul(slice(x[0], 1, 0, 9, 2), x[1]); },
                   {{any_values({7, 9}), any_values({5, 8})}},
@@ -227,107 +239,114 @@ std::vector<GradcheckRow> gradcheck_table() {
 
   // ---- Shapes and views -----------------------------------------------------------
   rows.push_back({"reshape",
-                  [](const Inputs& x) { return reshape(x[0], {4, -1}); },
-                  each_shape(any_values, {{2, 3, 4}, {8}}),
-                  "a permutation of entries"});
+                  [](const Inputs& x) {
+                    return reshape(x[0], {4, -1});
+                  },
+                  each_shape(any_values, {{2, 3, 4}, {8}}), "a permutation of entries"});
   rows.push_back({"reshape: a transposed (non-contiguous) input",
                   [](const Inputs& x) { return reshape(transpose(x[0], 0, 1), {-1}); },
-                  each_shape(any_values, {{3, 4}}),
-                  "reshape has to copy"});
+                  each_shape(any_values, {{3, 4}}), "reshape has to copy"});
   rows.push_back({"view",
-                  [](const Inputs& x) { return view(x[0], {6, 4}); },
-                  each_shape(any_values, {{2, 3, 4}}),
-                  "a permutation of entries"});
-  rows.push_back({"contiguous",
-                  [](const Inputs& x) { return contiguous(transpose(x[0], 0, 2)); },
-                  each_shape(any_values, {{2, 3, 4}}),
-                  "the copy of a permuted view"});
-  rows.push_back({"transpose",
-                  [](const Inputs& x) { return transpose(x[0], 0, -1); },
-                  each_shape(any_values, {{2, 3, 4}, {7, 9}}),
-                  "a permutation of entries"});
+                  [](const Inputs& x) {
+                    return view(x[0], {6, 4});
+                  },
+                  each_shape(any_values, {{2, 3, 4}}), "a permutation of entries"});
+  rows.push_back({"contiguous", [](const Inputs& x) { return contiguous(transpose(x[0], 0, 2)); },
+                  each_shape(any_values, {{2, 3, 4}}), "the copy of a permuted view"});
+  rows.push_back({"transpose", [](const Inputs& x) { return transpose(x[0], 0, -1); },
+                  each_shape(any_values, {{2, 3, 4}, {7, 9}}), "a permutation of entries"});
   rows.push_back({"permute",
-                  [](const Inputs& x) { return permute(x[0], {2, 0, 1}); },
-                  each_shape(any_values, {{2, 3, 4}}),
-                  "a permutation of entries"});
-  rows.push_back({"squeeze",
-                  [](const Inputs& x) { return squeeze(x[0], 1); },
-                  each_shape(any_values, {{3, 1, 4}}),
-                  "a permutation of entries"});
-  rows.push_back({"unsqueeze",
-                  [](const Inputs& x) { return unsqueeze(x[0], -1); },
-                  each_shape(any_values, {{3, 4}, {}}),
-                  "a permutation of entries"});
+                  [](const Inputs& x) {
+                    return permute(x[0], {2, 0, 1});
+                  },
+                  each_shape(any_values, {{2, 3, 4}}), "a permutation of entries"});
+  rows.push_back({"squeeze", [](const Inputs& x) { return squeeze(x[0], 1); },
+                  each_shape(any_values, {{3, 1, 4}}), "a permutation of entries"});
+  rows.push_back({"unsqueeze", [](const Inputs& x) { return unsqueeze(x[0], -1); },
+                  each_shape(any_values, {{3, 4}, {}}), "a permutation of entries"});
   rows.push_back({"expand",
-                  [](const Inputs& x) { return expand(x[0], {2, 3, 4}); },
+                  [](const Inputs& x) {
+                    return expand(x[0], {2, 3, 4});
+                  },
                   each_shape(any_values, {{3, 1}, {1, 4}, {}}),
                   "each input entry appears several times: its gradient is a sum"});
   rows.push_back({"expand: feeding mul (stride-0 view into an elementwise op)",
-                  [](const Inputs& x) { return mul(expand(x[0], {3, 4}), x[1]); },
+                  [](const Inputs& x) {
+                    return mul(expand(x[0], {3, 4}), x[1]);
+                  },
                   {{any_values({3, 1}), any_values({3, 4})}},
                   "bilinear"});
   rows.push_back({"repeat",
-                  [](const Inputs& x) { return repeat(x[0], {2, 1, 3}); },
-                  each_shape(any_values, {{3, 2}, {2, 3, 1}}),
-                  "tiles: gradient sums the copies"});
+                  [](const Inputs& x) {
+                    return repeat(x[0], {2, 1, 3});
+                  },
+                  each_shape(any_values, {{3, 2}, {2, 3, 1}}), "tiles: gradient sums the copies"});
   rows.push_back({"repeat_interleave",
                   [](const Inputs& x) { return repeat_interleave(x[0], 3, 1); },
-                  each_shape(any_values, {{2, 3}, {2, 1, 4}}),
-                  "each entry three times in place"});
-  rows.push_back({"narrow",
-                  [](const Inputs& x) { return narrow(x[0], 1, 2, 5); },
+                  each_shape(any_values, {{2, 3}, {2, 1, 4}}), "each entry three times in place"});
+  rows.push_back({"narrow", [](const Inputs& x) { return narrow(x[0], 1, 2, 5); },
                   each_shape(any_values, {{3, 9}, {2, 7, 2}}),
                   "a window; the rest gets zero gradient"});
-  rows.push_back({"slice",
-                  [](const Inputs& x) { return slice(x[0], -1, 1, 8, 3); },
-                  each_shape(any_values, {{3, 9}, {8}}),
-                  "step 3: a strided window"});
+  rows.push_back({"slice", [](const Inputs& x) { return slice(x[0], -1, 1, 8, 3); },
+                  each_shape(any_values, {{3, 9}, {8}}), "step 3: a strided window"});
   rows.push_back({"slice: negative start and end",
                   [](const Inputs& x) { return slice(x[0], 0, -3, -1); },
-                  each_shape(any_values, {{7, 2}}),
-                  "a window"});
-  rows.push_back({"select",
-                  [](const Inputs& x) { return select(x[0], 1, -1); },
-                  each_shape(any_values, {{3, 4, 2}, {2, 9}}),
-                  "drops the axis"});
+                  each_shape(any_values, {{7, 2}}), "a window"});
+  rows.push_back({"select", [](const Inputs& x) { return select(x[0], 1, -1); },
+                  each_shape(any_values, {{3, 4, 2}, {2, 9}}), "drops the axis"});
   rows.push_back({"cat",
-                  [](const Inputs& x) { return cat({x[0], x[1], x[2]}, 1); },
+                  [](const Inputs& x) {
+                    return cat({x[0], x[1], x[2]}, 1);
+                  },
                   {{any_values({2, 1, 3}), any_values({2, 4, 3}), any_values({2, 2, 3})}},
                   "each input gets its slice of the gradient"});
   rows.push_back({"cat: 1-D, sizes 7, 1 and 9",
-                  [](const Inputs& x) { return cat({x[0], x[1], x[2]}, 0); },
+                  [](const Inputs& x) {
+                    return cat({x[0], x[1], x[2]}, 0);
+                  },
                   {{any_values({7}), any_values({1}), any_values({9})}},
                   "each input gets its slice of the gradient"});
   rows.push_back({"cat: the same tensor twice",
-                  [](const Inputs& x) { return cat({x[0], x[0]}, 0); },
+                  [](const Inputs& x) {
+                    return cat({x[0], x[0]}, 0);
+                  },
                   {{any_values({2, 3})}},
                   "both slices accumulate into one input"});
   rows.push_back({"stack: axis 0",
-                  [](const Inputs& x) { return stack({x[0], x[1], x[0]}, 0); },
+                  [](const Inputs& x) {
+                    return stack({x[0], x[1], x[0]}, 0);
+                  },
                   {{any_values({3, 4}), any_values({3, 4})}},
                   "new axis; x[0] used twice"});
   rows.push_back({"stack: last axis",
-                  [](const Inputs& x) { return stack({x[0], x[1]}, -1); },
+                  [](const Inputs& x) {
+                    return stack({x[0], x[1]}, -1);
+                  },
                   {{any_values({3, 4}), any_values({3, 4})}, {any_values({}), any_values({})}},
                   "new axis"});
 
   // ---- Indexing and masks --------------------------------------------------------
   rows.push_back({"index_select: a repeated index",
-                  [](const Inputs& x) { return index_select(x[0], 0, {2, 0, 2, 3, 2}); },
+                  [](const Inputs& x) {
+                    return index_select(x[0], 0, {2, 0, 2, 3, 2});
+                  },
                   each_shape(any_values, {{4, 3}, {5}}),
                   "row 2 picked three times: its gradient is the sum of three"});
   rows.push_back({"index_select: inner axis",
-                  [](const Inputs& x) { return index_select(x[0], 1, {1, 1, 0}); },
-                  each_shape(any_values, {{2, 3, 4}}),
-                  "a permutation with repeats"});
+                  [](const Inputs& x) {
+                    return index_select(x[0], 1, {1, 1, 0});
+                  },
+                  each_shape(any_values, {{2, 3, 4}}), "a permutation with repeats"});
   rows.push_back({"gather",
-                  [](const Inputs& x) { return gather(x[0], 1, {0, 2, 2, 1, 1, 0}, {2, 3}); },
-                  each_shape(any_values, {{2, 4}, {3, 3}}),
-                  "repeated indices within a row"});
+                  [](const Inputs& x) {
+                    return gather(x[0], 1, {0, 2, 2, 1, 1, 0}, {2, 3});
+                  },
+                  each_shape(any_values, {{2, 4}, {3, 3}}), "repeated indices within a row"});
   rows.push_back({"gather: axis 0",
-                  [](const Inputs& x) { return gather(x[0], 0, {1, 0, 1, 1}, {2, 2}); },
-                  each_shape(any_values, {{2, 3}}),
-                  "index shape smaller than the input"});
+                  [](const Inputs& x) {
+                    return gather(x[0], 0, {1, 0, 1, 1}, {2, 2});
+                  },
+                  each_shape(any_values, {{2, 3}}), "index shape smaller than the input"});
   rows.push_back({"masked_fill",
                   [](const Inputs& x) {
                     return masked_fill(x[0], mask_of({1, 0, 0, 1}, {1, 4}), real(-5));
@@ -347,31 +366,28 @@ std::vector<GradcheckRow> gradcheck_table() {
   for (int64_t axis : {0, 1, 2, -1}) {
     rows.push_back({fmt::format("softmax: axis {}", axis),
                     [axis](const Inputs& x) { return softmax(x[0], axis); },
-                    each_shape(any_values, {{2, 3, 4}, {7, 1, 9}}),
-                    "smooth"});
+                    each_shape(any_values, {{2, 3, 4}, {7, 1, 9}}), "smooth"});
     rows.push_back({fmt::format("log_softmax: axis {}", axis),
                     [axis](const Inputs& x) { return log_softmax(x[0], axis); },
-                    each_shape(any_values, {{2, 3, 4}, {1, 8, 9}}),
-                    "smooth"});
+                    each_shape(any_values, {{2, 3, 4}, {1, 8, 9}}), "smooth"});
   }
   rows.push_back({"softmax: a transposed view",
                   [](const Inputs& x) { return softmax(transpose(x[0], 0, 1), 1); },
-                  each_shape(any_values, {{9, 7}}),
-                  "smooth"});
+                  each_shape(any_values, {{9, 7}}), "smooth"});
 
   // ---- Non-contiguous inputs to elementwise ops --------------------------------------
-  rows.push_back({"exp: a transposed view",
-                  [](const Inputs& x) { return exp(transpose(x[0], 0, 1)); },
-                  each_shape(any_values, {{7, 9}}),
-                  "smooth; the view is copied before the kernel"});
+  rows.push_back(
+      {"exp: a transposed view", [](const Inputs& x) { return exp(transpose(x[0], 0, 1)); },
+       each_shape(any_values, {{7, 9}}), "smooth; the view is copied before the kernel"});
   rows.push_back({"mul: transposed view times a contiguous tensor",
                   [](const Inputs& x) { return mul(transpose(x[0], 0, 1), x[1]); },
                   {{any_values({9, 7}), any_values({7, 9})}, {any_values({4, 3}), any_values({4})}},
                   "bilinear"});
-  rows.push_back({"add: strided slices",
-                  [](const Inputs& x) { return add(slice(x[0], 1, 0, 9, 2), slice(x[1], 0, 1, 4)); },
-                  {{any_values({3, 9}), any_values({4, 5})}},
-                  "linear"});
+  rows.push_back(
+      {"add: strided slices",
+       [](const Inputs& x) { return add(slice(x[0], 1, 0, 9, 2), slice(x[1], 0, 1, 4)); },
+       {{any_values({3, 9}), any_values({4, 5})}},
+       "linear"});
 
   // ---- Recurrent ----------------------------------------------------------------------
   rows.push_back({"gru_cell",
@@ -381,11 +397,11 @@ std::vector<GradcheckRow> gradcheck_table() {
                    {any_values({1, 7}), any_values({1, 9}), any_values({27, 7}),
                     any_values({27, 9}), any_values({27}), any_values({27})}},
                   "smooth (sigmoid, tanh, products)"});
-  rows.push_back({"gru_cell: without biases",
-                  [](const Inputs& x) { return gru_cell(x[0], x[1], x[2], x[3], Tensor(), Tensor()); },
-                  {{any_values({2, 3}), any_values({2, 4}), any_values({12, 3}),
-                    any_values({12, 4})}},
-                  "smooth"});
+  rows.push_back(
+      {"gru_cell: without biases",
+       [](const Inputs& x) { return gru_cell(x[0], x[1], x[2], x[3], Tensor(), Tensor()); },
+       {{any_values({2, 3}), any_values({2, 4}), any_values({12, 3}), any_values({12, 4})}},
+       "smooth"});
   return rows;
 }
 
@@ -406,12 +422,11 @@ Tensor square_with_scaled_gradient(const Tensor& x, int64_t bad, real factor) {
   const Tensor values = x.contiguous_data();
   Tensor y = Tensor::empty(x.shape());
   for (int64_t i = 0; i < x.numel(); ++i) y.data()[i] = values.data()[i] * values.data()[i];
-  return record("square_with_scaled_gradient", y, {x},
-                [values, bad, factor](const Tensor& dy) {
-                  Tensor dx = (dy * (real(2) * values)).clone_data();  // dx = dy ⊙ 2x
-                  dx.data()[bad] *= factor;
-                  return std::vector<Tensor>{dx};
-                });
+  return record("square_with_scaled_gradient", y, {x}, [values, bad, factor](const Tensor& dy) {
+    Tensor dx = (dy * (real(2) * values)).clone_data();  // dx = dy ⊙ 2x
+    dx.data()[bad] *= factor;
+    return std::vector<Tensor>{dx};
+  });
 }
 
 }  // namespace
@@ -454,8 +469,8 @@ TEST_CASE("the gradcheck table covers every op in autograd/ops.hpp", "[autograd]
   std::set<std::string> covered;
   for (const GradcheckRow& row : gradcheck_table()) covered.insert(op_of(row.name));
   for (const std::string& op : declared) {
-    INFO("autograd/ops.hpp declares " << op
-                                      << " but tests/autograd/test_gradcheck.cpp has no row for it");
+    INFO("autograd/ops.hpp declares "
+         << op << " but tests/autograd/test_gradcheck.cpp has no row for it");
     CHECK(covered.count(op) == 1);
   }
   // And no row names an op that does not exist (a typo would hide a missing row).
@@ -465,7 +480,8 @@ TEST_CASE("the gradcheck table covers every op in autograd/ops.hpp", "[autograd]
   }
 }
 
-TEST_CASE("gradcheck catches a backward that is 1% off in one element", "[autograd][gradcheck][f64]") {
+TEST_CASE("gradcheck catches a backward that is 1% off in one element",
+          "[autograd][gradcheck][f64]") {
   const Tensor x = any_values({3, 5});
   constexpr int64_t kBad = 7;
   // The same op with the factor 1 passes: the failure below is the 1%.
@@ -487,7 +503,9 @@ TEST_CASE("gradcheck catches a backward that is 1% off in one element", "[autogr
 
 TEST_CASE("gradcheck points at the input that is wrong", "[autograd][gradcheck][f64]") {
   // Two inputs; only the second one's gradient is wrong (element 2 of 4).
-  auto f = [](const Inputs& in) { return in[0] + square_with_scaled_gradient(in[1], 2, real(1.01)); };
+  auto f = [](const Inputs& in) {
+    return in[0] + square_with_scaled_gradient(in[1], 2, real(1.01));
+  };
   const GradcheckResult result = gradcheck(f, {any_values({4}), any_values({4})});
   INFO(result.report);
   CHECK_FALSE(result.passed);

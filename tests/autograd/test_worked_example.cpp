@@ -6,7 +6,6 @@
 // It mixes +, −, ·, /, pow, relu on both sides of its kink, reals on either
 // side of an operator, and values used many times. Runs in both binaries.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <string>
 
@@ -55,8 +54,7 @@ TEST_CASE("the micrograd README expression has micrograd's values", "[autograd][
   CHECK(double(grad(m.b).item()) == Approx(645.5772594752186).epsilon(1e-6));
 }
 
-TEST_CASE("a second backward through a fresh graph gives the same gradients",
-          "[autograd][known]") {
+TEST_CASE("a second backward through a fresh graph gives the same gradients", "[autograd][known]") {
   Micrograd first = micrograd_expression();
   backward(first.g);
   Micrograd second = micrograd_expression();

@@ -219,13 +219,14 @@ TEST_CASE("BatchedSeq2Seq: a short training run overfits 64 pairs and translates
       BatchedSeq2SeqOptions(data.source_vocabulary.size(), data.target_vocabulary.size())
           .dropout(0),
       generator);
+  constexpr int64_t kEpochs = 80;
   const TrainingReport report =
-      train(model, data, BatchedTrainingOptions().epochs(120).lr(0.01).batch_size(64));
-  REQUIRE(report.epochs.size() == 120);
+      train(model, data, BatchedTrainingOptions().epochs(kEpochs).lr(0.02).batch_size(64));
+  REQUIRE(report.epochs.size() == kEpochs);
   INFO("first loss " << report.epochs.front().loss << ", last " << report.final_loss);
-  CHECK(report.epochs.front().loss > 0.3);  // ≈ log V / T: nothing learned yet
-  CHECK(report.final_loss < 0.03);
-  CHECK(report.tokens == 120 * std::accumulate(data.target.valid_lengths.begin(),
+  CHECK(report.final_loss < 0.03);  // the first epoch is near log(V)/T ≈ 0.33
+  CHECK(report.final_loss < 0.1 * report.epochs.front().loss);
+  CHECK(report.tokens == kEpochs * std::accumulate(data.target.valid_lengths.begin(),
                                                data.target.valid_lengths.end(), int64_t{0}));
 
   // Greedy translations of the training sentences give one of their references.
@@ -272,12 +273,12 @@ TEST_CASE("BatchedSeq2Seq: a short training run overfits 64 pairs and translates
 
 TEST_CASE("BatchedSeq2Seq: training repeats exactly for a seed, with 1 or 2 threads",
           "[batched_seq2seq]") {
-  const text::BatchedData data = shipped_pairs(40);
+  const text::BatchedData data = shipped_pairs(32);
   const int threads = parallel::num_threads();
   const int64_t min_work = parallel::min_parallel_work();
   auto run = [&](int thread_count) {
     parallel::set_num_threads(thread_count);
-    parallel::set_min_parallel_work(0);  // split even the small products
+    parallel::set_min_parallel_work(1024);  // split all but the smallest products
     Generator generator(7);
     BatchedSeq2Seq model(
         BatchedSeq2SeqOptions(data.source_vocabulary.size(), data.target_vocabulary.size())

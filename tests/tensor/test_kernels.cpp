@@ -11,7 +11,6 @@
 // the magnitudes of the terms: tol·Σ|term|. tol is 1e-5 in float (~80 ulp)
 // and 1e-12 in double. These tests run in both binaries.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <string>
 #include <vector>
@@ -69,25 +68,38 @@ void check_equal(const std::string& what, const Values& simd, const Values& refe
 
 const char* name_of(k::Unary op) {
   switch (op) {
-    case k::Unary::neg: return "neg";
-    case k::Unary::exp: return "exp";
-    case k::Unary::log: return "log";
-    case k::Unary::sqrt: return "sqrt";
-    case k::Unary::sin: return "sin";
-    case k::Unary::cos: return "cos";
-    case k::Unary::tanh: return "tanh";
-    case k::Unary::sigmoid: return "sigmoid";
-    case k::Unary::relu: return "relu";
+    case k::Unary::neg:
+      return "neg";
+    case k::Unary::exp:
+      return "exp";
+    case k::Unary::log:
+      return "log";
+    case k::Unary::sqrt:
+      return "sqrt";
+    case k::Unary::sin:
+      return "sin";
+    case k::Unary::cos:
+      return "cos";
+    case k::Unary::tanh:
+      return "tanh";
+    case k::Unary::sigmoid:
+      return "sigmoid";
+    case k::Unary::relu:
+      return "relu";
   }
   return "?";
 }
 
 const char* name_of(k::Binary op) {
   switch (op) {
-    case k::Binary::add: return "add";
-    case k::Binary::sub: return "sub";
-    case k::Binary::mul: return "mul";
-    case k::Binary::div: return "div";
+    case k::Binary::add:
+      return "add";
+    case k::Binary::sub:
+      return "sub";
+    case k::Binary::mul:
+      return "mul";
+    case k::Binary::div:
+      return "div";
   }
   return "?";
 }
@@ -303,8 +315,8 @@ TEST_CASE("matmul kernels: SIMD equals scalar in all four layouts", "[kernels]")
     }
   }
   // Long products: K past the kernel's K-block of 256, and a 10,000-long side.
-  for (Sizes s : {Sizes{1, 10000, 17}, Sizes{17, 10000, 1}, Sizes{2, 17, 10000},
-                  Sizes{10000, 7, 9}, Sizes{9, 600, 40}, Sizes{33, 257, 31}}) {
+  for (Sizes s : {Sizes{1, 10000, 17}, Sizes{17, 10000, 1}, Sizes{2, 17, 10000}, Sizes{10000, 7, 9},
+                  Sizes{9, 600, 40}, Sizes{33, 257, 31}}) {
     cases.push_back(s);
   }
   for (Layout a_layout : {Layout::normal, Layout::transposed}) {
@@ -314,8 +326,8 @@ TEST_CASE("matmul kernels: SIMD equals scalar in all four layouts", "[kernels]")
         const Values b = draw(s.K * s.N, -1, 1, generator);
         Values c_simd(s.M * s.N, real(99)), c_scalar(s.M * s.N, real(-99));
         k::matmul_forward(c_simd.data(), a.data(), a_layout, b.data(), b_layout, s.M, s.K, s.N);
-        k::scalar::matmul_forward(c_scalar.data(), a.data(), a_layout, b.data(), b_layout, s.M,
-                                  s.K, s.N);
+        k::scalar::matmul_forward(c_scalar.data(), a.data(), a_layout, b.data(), b_layout, s.M, s.K,
+                                  s.N);
         auto a_at = [&](int64_t i, int64_t kk) {
           return a_layout == Layout::normal ? a[i * s.K + kk] : a[kk * s.M + i];
         };

@@ -5,7 +5,6 @@
 // when the magnitudes call for it, and "..." with three entries kept at each
 // end of every axis once a tensor has more than 1000 elements.
 #include <catch2/catch.hpp>
-
 #include <string>
 
 #include "attograd.hpp"
@@ -22,7 +21,8 @@ TEST_CASE("a small matrix prints exactly", "[tensor][print]") {
 TEST_CASE("vectors, scalars, 3-D blocks and views print exactly", "[tensor][print]") {
   CHECK(to_string(tensor({0.5, 10, -3})) == "tensor([ 0.5000, 10.0000, -3.0000], shape=(3))");
   CHECK(to_string(scalar(2)) == "tensor(2.0000, shape=())");
-  CHECK(to_string(requires_grad_(tensor({1}))) == "tensor([1.0000], shape=(1), requires_grad=true)");
+  CHECK(to_string(requires_grad_(tensor({1}))) ==
+        "tensor([1.0000], shape=(1), requires_grad=true)");
   // Blank lines separate the 2-D blocks of a 3-D tensor, like torch.
   CHECK(to_string(reshape(arange(0, 8), {2, 2, 2})) ==
         "tensor([[[0.0000, 1.0000],\n"

@@ -5,7 +5,6 @@
 // are checked for reproducibility (same seed, same numbers) and for plausible
 // moments over 10,000 draws, with bounds of several standard errors.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <cstdint>
 #include <numeric>
