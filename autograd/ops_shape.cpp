@@ -161,8 +161,9 @@ Tensor expand(const Tensor& x, const Shape& requested) {
   Shape shape = requested;
   const int64_t lead = shape.ndim() - x.dim();
   for (int64_t axis = 0; axis < lead; ++axis) {
-    check(shape[axis] >= 0, "expand: cannot expand {} to {}: new leading axis {} needs a size, not {}",
-          x.shape(), requested, axis, shape[axis]);
+    check(shape[axis] >= 0,
+          "expand: cannot expand {} to {}: new leading axis {} needs a size, not {}", x.shape(),
+          requested, axis, shape[axis]);
   }
   for (int64_t axis = lead; axis < shape.ndim(); ++axis) {
     const int64_t size = x.shape()[axis - lead];

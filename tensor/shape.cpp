@@ -49,8 +49,8 @@ Shape broadcast_shapes(const char* op, const Shape& a, const Shape& b) {
 
 int64_t normalize_axis(const char* op, int64_t axis, int64_t ndim) {
   const int64_t normalized = axis < 0 ? axis + ndim : axis;
-  check(ndim > 0, "{}: axis {} out of range for a tensor of 0 dims (a 0-d scalar has no axes)",
-        op, axis);
+  check(ndim > 0, "{}: axis {} out of range for a tensor of 0 dims (a 0-d scalar has no axes)", op,
+        axis);
   check(normalized >= 0 && normalized < ndim,
         "{}: axis {} out of range for a tensor of {} dims (use 0..{} or -{}..-1)", op, axis, ndim,
         ndim - 1, ndim);
