@@ -24,7 +24,7 @@
 #include <functional>
 #include <string>
 #include <vector>
-#include <xsimd/xsimd.hpp>
+#include "tensor/xsimd.hpp"
 
 #include "attograd.hpp"
 #include "tensor/parallel.hpp"

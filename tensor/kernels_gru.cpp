@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <xsimd/xsimd.hpp>
+#include "tensor/xsimd.hpp"
 
 namespace attograd::kernels {
 

@@ -5,7 +5,7 @@
 // elements by running the same batch code on a zero-padded copy, so the
 // tail needs no second scalar implementation. kernels_scalar.cpp is the
 // specification these are tested against.
-#include <xsimd/xsimd.hpp>
+#include "tensor/xsimd.hpp"
 
 #include <algorithm>
 #include <array>
