@@ -6,4 +6,19 @@ cd "$(dirname "$0")/.."
 source scripts/setup.sh
 attograd_install_packages
 attograd_build
-ctest --test-dir "${ATTOGRAD_BUILD_DIR:-build}" --output-on-failure -j "$(nproc)"
+build="${ATTOGRAD_BUILD_DIR:-build}"
+
+# CTest learns the test cases by asking each Catch binary for its list. A name
+# CMake cannot carry (one with `;` or an unmatched `[`) would silently merge
+# the cases after it into one entry that runs none of them, so check first
+# that CTest knows every case.
+catch_cases=$(("$("$build/tests/attograd_tests" "~[f64]" --list-test-names-only | grep -c .)" +
+  "$("$build/tests/attograd_tests_f64" --list-test-names-only | grep -c .)"))
+ctest_cases=$(ctest --test-dir "$build" -N | sed -n 's/^Total Tests: //p')
+if [[ "$catch_cases" != "$ctest_cases" ]]; then
+  echo "error: CTest registered $ctest_cases tests but the Catch binaries list $catch_cases;" \
+    "a test name likely contains ';' or '[' (rename it)" >&2
+  exit 1
+fi
+
+ctest --test-dir "$build" --output-on-failure -j "$(nproc)"

@@ -9,6 +9,7 @@
 //   translate train --resume out/translate/checkpoint.safetensors --iters 100000
 //   echo "je suis fatigue ." | translate translate --attention out/maps
 //   translate eval                           # BLEU on the held-out split
+//   translate train --recipe batched         # d2l's batched recipe (batched_recipe.hpp)
 //
 // Every flag has a default (see --help). Bad input — a missing or empty data
 // file, a checkpoint that does not fit, an unknown flag — ends with a one-line
@@ -33,6 +34,7 @@
 
 #include "examples/common/cli.hpp"
 #include "examples/common/svg_plot.hpp"
+#include "examples/translate/batched_recipe.hpp"
 #include "models/seq2seq.hpp"
 #include "models/text/normalize.hpp"
 #include "models/translation/corpus.hpp"
@@ -469,6 +471,23 @@ int run_eval(const EvalFlags& flags) {
   return 0;
 }
 
+// The recipe decides which flags the commands take, so it is read before the
+// parser is built: the value after the last `--recipe` (or `--recipe=…`).
+// Anything but "tutorial" or "batched" is left to the parser's `choice` to
+// reject with the usual message.
+std::string recipe_from_arguments(int argc, char** argv) {
+  std::string recipe = "tutorial";
+  for (int i = 1; i < argc; ++i) {
+    const std::string argument = argv[i];
+    if (argument == "--recipe" && i + 1 < argc) {
+      recipe = argv[i + 1];
+    } else if (argument.rfind("--recipe=", 0) == 0) {
+      recipe = argument.substr(std::string("--recipe=").size());
+    }
+  }
+  return recipe;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -489,57 +508,90 @@ int main(int argc, char** argv) {
                      "French -> English translation with a GRU encoder and an attention decoder\n"
                      "(the PyTorch seq2seq tutorial). Commands: train, translate, eval.");
 
+  // `recipe` is what the parser checks and --help shows; `batched` is read
+  // from argv beforehand because it decides which flags exist.
+  std::string recipe = "tutorial";
+  const bool batched = recipe_from_arguments(argc, argv) == "batched";
+  const std::vector<std::string> recipes = {"tutorial", "batched"};
+  const std::string recipe_help =
+      "tutorial: one pair at a time, the PyTorch tutorial (default); batched: d2l's padded "
+      "mini-batches with Bahdanau attention (English -> French). Each recipe has its own flags: "
+      "`translate train --recipe batched --help` lists the batched ones";
+  translate_batched::BatchedTrainFlags batched_train;
+  translate_batched::BatchedTranslateFlags batched_translate;
+  translate_batched::BatchedEvalFlags batched_eval;
+
   cli::Parser& train_parser = parser.add_command(
       "train",
       "train on the Tatoeba pairs; writes a checkpoint, the loss curve and attention maps");
-  train_parser.flag("data", train.data, "tab-separated English/French pairs (Tatoeba)")
-      .flag("reverse", train.reverse, "translate English -> French instead")
-      .flag("hidden", train.hidden, "hidden size H of embeddings and GRU states", cli::positive())
-      .choice("decoder", train.decoder, {"location", "bahdanau"},
-              "attention: location (the tutorial's AttnDecoderRNN) or bahdanau (additive)")
-      .flag("dropout", train.dropout, "dropout on the decoder's embedded input",
-            cli::in_range(0, 0.99))
-      .flag("lr", train.lr, "SGD learning rate of encoder and decoder", cli::positive())
-      .flag("teacher-forcing", train.teacher_forcing,
-            "probability of teacher forcing for a pair (else greedy feeding)", cli::in_range(0, 1))
-      .flag("iters", train.iters, "training iterations, one random pair each", cli::positive())
-      .flag("seed", train.seed, "seed of the initial weights, the pairs, the coins and dropout",
-            cli::non_negative())
-      .flag("split-seed", train.split_seed, "seed of the train/validation split",
-            cli::non_negative())
-      .flag("validation", train.validation, "share of source sentences held out",
-            cli::in_range(0, 0.9))
-      .flag("print-every", train.print_every, "iterations per progress line and loss-table row",
-            cli::positive())
-      .flag("plot-every", train.plot_every, "iterations per point of the loss curve",
-            cli::positive())
-      .flag("checkpoint-every", train.checkpoint_every,
-            "iterations between checkpoints (0: only at the end and on Ctrl-C)",
-            cli::non_negative())
-      .flag("out", train.out, "folder for the checkpoint and the pictures (created if missing)")
-      .flag("resume", train.resume, "continue from this checkpoint (same data flags)")
-      .flag("examples", train.examples, "translations printed at the end", cli::non_negative())
-      .flag("json", train.json, "print one JSON summary line on stdout (the report goes to stderr)")
-      .flag("dense-embeddings", train.dense_embeddings,
-            "update the embeddings densely (slower; the same numbers)")
-      .flag("threads", train.threads,
-            "threads for the large matrix products (results do not depend on it)", cli::positive());
-
   cli::Parser& translate_parser = parser.add_command(
       "translate", "translate stdin, one sentence a line, with a trained checkpoint");
-  translate_parser.flag("checkpoint", translate.checkpoint, "checkpoint written by train")
-      .flag("attention", translate.attention,
-            "folder for one attention heatmap per sentence (attention_<line>.svg)");
-
   cli::Parser& eval_parser =
       parser.add_command("eval", "corpus BLEU-4 of a checkpoint and a few example translations");
-  eval_parser.flag("checkpoint", eval.checkpoint, "checkpoint written by train")
-      .flag("data", eval.data, "pairs to score (default: the checkpoint's validation split)")
-      .flag("examples", eval.examples, "random examples to print", cli::non_negative())
-      .flag("seed", eval.seed, "seed for picking the examples", cli::non_negative())
-      .flag("json", eval.json, "print one JSON summary line on stdout");
+  for (cli::Parser* command : {&train_parser, &translate_parser, &eval_parser}) {
+    command->choice("recipe", recipe, recipes, recipe_help);
+  }
+  if (batched) {
+    translate_batched::declare_batched_train_flags(train_parser, batched_train);
+    translate_batched::declare_batched_translate_flags(translate_parser, batched_translate);
+    translate_batched::declare_batched_eval_flags(eval_parser, batched_eval);
+  } else {
+    train_parser.flag("data", train.data, "tab-separated English/French pairs (Tatoeba)")
+        .flag("reverse", train.reverse, "translate English -> French instead")
+        .flag("hidden", train.hidden, "hidden size H of embeddings and GRU states", cli::positive())
+        .choice("decoder", train.decoder, {"location", "bahdanau"},
+                "attention: location (the tutorial's AttnDecoderRNN) or bahdanau (additive)")
+        .flag("dropout", train.dropout, "dropout on the decoder's embedded input",
+              cli::in_range(0, 0.99))
+        .flag("lr", train.lr, "SGD learning rate of encoder and decoder", cli::positive())
+        .flag("teacher-forcing", train.teacher_forcing,
+              "probability of teacher forcing for a pair (else greedy feeding)",
+              cli::in_range(0, 1))
+        .flag("iters", train.iters, "training iterations, one random pair each", cli::positive())
+        .flag("seed", train.seed, "seed of the initial weights, the pairs, the coins and dropout",
+              cli::non_negative())
+        .flag("split-seed", train.split_seed, "seed of the train/validation split",
+              cli::non_negative())
+        .flag("validation", train.validation, "share of source sentences held out",
+              cli::in_range(0, 0.9))
+        .flag("print-every", train.print_every, "iterations per progress line and loss-table row",
+              cli::positive())
+        .flag("plot-every", train.plot_every, "iterations per point of the loss curve",
+              cli::positive())
+        .flag("checkpoint-every", train.checkpoint_every,
+              "iterations between checkpoints (0: only at the end and on Ctrl-C)",
+              cli::non_negative())
+        .flag("out", train.out, "folder for the checkpoint and the pictures (created if missing)")
+        .flag("resume", train.resume, "continue from this checkpoint (same data flags)")
+        .flag("examples", train.examples, "translations printed at the end", cli::non_negative())
+        .flag("json", train.json,
+              "print one JSON summary line on stdout (the report goes to stderr)")
+        .flag("dense-embeddings", train.dense_embeddings,
+              "update the embeddings densely (slower; the same numbers)")
+        .flag("threads", train.threads,
+              "threads for the large matrix products (results do not depend on it)",
+              cli::positive());
+
+    translate_parser.flag("checkpoint", translate.checkpoint, "checkpoint written by train")
+        .flag("attention", translate.attention,
+              "folder for one attention heatmap per sentence (attention_<line>.svg)");
+
+    eval_parser.flag("checkpoint", eval.checkpoint, "checkpoint written by train")
+        .flag("data", eval.data, "pairs to score (default: the checkpoint's validation split)")
+        .flag("examples", eval.examples, "random examples to print", cli::non_negative())
+        .flag("seed", eval.seed, "seed for picking the examples", cli::non_negative())
+        .flag("json", eval.json, "print one JSON summary line on stdout");
+  }
 
   return cli::run_main(parser, argc, argv, [&] {
+    if (batched) {
+      if (parser.command() == "train") return translate_batched::run_batched_train(batched_train);
+      if (parser.command() == "translate") {
+        return translate_batched::run_batched_translate(batched_translate, std::cin, std::cout,
+                                                        std::cerr);
+      }
+      return translate_batched::run_batched_eval(batched_eval);
+    }
     if (parser.command() == "train") return run_train(train);
     if (parser.command() == "translate") return run_translate(translate);
     return run_eval(eval);

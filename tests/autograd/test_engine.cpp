@@ -192,7 +192,7 @@ TEST_CASE("gradients accumulate over backward calls until zero_grad", "[autograd
   require_values(grad(w), {1, 1});
 }
 
-TEST_CASE("retain_graph allows a second backward; the default frees the graph",
+TEST_CASE("retain_graph allows a second backward, the default frees the graph",
           "[autograd][engine]") {
   Tensor x = requires_grad_(scalar(2));
   Tensor y = exp(x) * x;  // dy/dx = eˣ(1 + x) = 3e²

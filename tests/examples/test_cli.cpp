@@ -201,7 +201,7 @@ TEST_CASE("--help is generated from the declarations", "[cli]") {
   CHECK(help.find("print every epoch\n") != std::string::npos);  // a switch shows no default
 }
 
-TEST_CASE("commands choose their own flags; global flags go anywhere", "[cli]") {
+TEST_CASE("commands choose their own flags, global flags go anywhere", "[cli]") {
   Translate t;
   CHECK(t.parser.parse({"train", "--epochs", "20"}));
   CHECK(t.parser.command() == "train");

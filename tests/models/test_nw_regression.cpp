@@ -52,7 +52,7 @@ void require_rows_are_distributions(const Tensor& weights) {
 
 // ---------------------------------------------------------------- the data
 
-TEST_CASE("make_dataset follows the seed: sorted inputs in [0, 5), noisy targets, 60 test inputs",
+TEST_CASE("make_dataset follows the seed: sorted inputs in 0 ≤ x < 5, noisy targets, 60 test inputs",
           "[nw_regression]") {
   Generator generator(7);
   const Dataset data = make_dataset(generator);
@@ -278,7 +278,7 @@ TEST_CASE("leave_one_out drops the diagonal of the n × n tiling", "[nw_regressi
   CHECK_THROWS_AS(leave_one_out(tensor({1})), Error);
 }
 
-TEST_CASE("NWKernelRegression has one parameter w, drawn uniform in [0, 1) from the generator",
+TEST_CASE("NWKernelRegression has one parameter w, drawn uniform in 0 ≤ w < 1 from the generator",
           "[nw_regression]") {
   Generator generator(5);
   NWKernelRegression scalar(NWKernelRegressionOptions(1), generator);
@@ -335,7 +335,7 @@ TEST_CASE("a larger w gives sharper attention", "[nw_regression]") {
   }
 }
 
-TEST_CASE("the vector w pairs one entry with each key slot; predict drops the last pair",
+TEST_CASE("the vector w pairs one entry with each key slot, predict drops the last pair",
           "[nw_regression]") {
   Generator generator(6);
   const Dataset data = make_dataset(generator);

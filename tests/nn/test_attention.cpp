@@ -312,7 +312,7 @@ TEST_CASE("Attention: masked keys and values have no influence and get no gradie
   check_layer(additive);
 }
 
-TEST_CASE("Attention: dropout acts on the weights in training only; kept weights are before it",
+TEST_CASE("Attention: dropout acts on the weights in training only, kept weights are before it",
           "[attention]") {
   Generator generator(9);
   nn::DotProductAttention attention(nn::DotProductAttentionOptions().dropout(0.5), generator);

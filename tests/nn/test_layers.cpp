@@ -284,7 +284,7 @@ TEST_CASE("Dropout is the identity in eval mode and for p = 0", "[nn][dropout]")
   CHECK(none.forward(x).to_vector() == x.to_vector());
 }
 
-TEST_CASE("Dropout rejects p outside [0, 1)", "[nn][dropout]") {
+TEST_CASE("Dropout rejects p outside 0 ≤ p < 1", "[nn][dropout]") {
   CHECK_THROWS_WITH(nn::Dropout(1.0), Contains("[0, 1)"));
   CHECK_THROWS_AS(nn::Dropout(-0.1), Error);
   CHECK_THROWS_AS(nn::Dropout(1.5), Error);

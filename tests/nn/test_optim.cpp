@@ -178,7 +178,7 @@ TEST_CASE("Adam weight decay is an L2 term in the gradient (not AdamW)", "[optim
 
 // ---- Gradients: zero_grad and parameters without one ----------------------------
 
-TEST_CASE("zero_grad forgets the gradients; a step without them changes nothing", "[optim]") {
+TEST_CASE("zero_grad forgets the gradients, a step without them changes nothing", "[optim]") {
   Point point({1, 2});
   nn::Adam adam(point.named_parameters(), nn::AdamOptions(0.1));
   quadratic_backward(point.p, {0, 0});
