@@ -93,9 +93,7 @@ void retain_grad(const Tensor& t) {
   t.impl().retains_grad = true;
 }
 
-Tensor detach(const Tensor& t) {
-  return t.as_strided(t.shape(), t.strides(), t.offset());
-}
+Tensor detach(const Tensor& t) { return t.as_strided(t.shape(), t.strides(), t.offset()); }
 
 namespace {
 
@@ -221,6 +219,8 @@ void backward(const Tensor& root, const Tensor& grad_output, bool retain_graph) 
           "one-element tensor (reduce it first, e.g. sum), or pass grad_output of shape {}",
           root.shape(), root.shape());
     seed = ones(root.shape());
+  } else {
+    seed = seed.clone_data();  // the caller's tensor is never written
   }
   check(seed.shape() == root.shape(),
         "backward: grad_output has shape {} but the output has shape {}; they must match",
@@ -229,14 +229,15 @@ void backward(const Tensor& root, const Tensor& grad_output, bool retain_graph) 
   NoGradGuard no_grad;  // the closures' own arithmetic is not recorded
   std::vector<std::shared_ptr<TensorImpl>> order = topological_order(root);
   std::unordered_map<TensorImpl*, PendingGradient> pending;
-  pending[root.impl_ptr().get()] = PendingGradient{seed.clone_data(), true};
+  pending[root.impl_ptr().get()] = PendingGradient{seed, true};
 
   // Reverse post-order: each tensor is processed after everything that uses it.
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     TensorImpl& impl = **it;
     auto found = pending.find(&impl);
     if (found == pending.end()) continue;  // no gradient reached it
-    const Tensor gradient = std::move(found->second.sum);  // any layout; closures must not assume contiguity
+    const Tensor gradient =
+        std::move(found->second.sum);  // any layout; closures must not assume contiguity
     pending.erase(found);
 
     if (!impl.grad_fn) {  // a leaf: this is where gradients are kept

@@ -4,7 +4,6 @@
 // view (Linear's Wᵀ, the backward's aᵀ and bᵀ) is multiplied without a copy.
 #include "autograd/op_helpers.hpp"
 #include "autograd/ops.hpp"
-#include "tensor/parallel.hpp"
 
 namespace attograd {
 
@@ -14,40 +13,39 @@ struct MatrixOperand {
   Tensor holder;  // keeps a copy alive when one was needed
   const real* data;
   kernels::Layout layout;
+  int64_t step;  // elements from one batch's matrix to the next
 };
 
-// How to hand the matrix at `position` in t's storage, with sizes (rows, cols)
-// and strides (row_stride, col_stride), to the kernel.
-MatrixOperand as_operand(const Tensor& t, int64_t position, int64_t rows, int64_t cols,
-                         int64_t row_stride, int64_t col_stride) {
-  const real* base = t.storage()->data() + position;
+// How to hand the B matrices of the 3-D t, each with sizes (rows, cols), to
+// the kernel: read in place when each is stored row-major or transposed (the
+// strides are the same for every batch, so one look decides for all), else
+// copied once, whole, into a contiguous tensor.
+MatrixOperand as_operand(const Tensor& t, int64_t rows, int64_t cols) {
+  const real* base = t.data();
+  const int64_t row_stride = t.strides()[1], col_stride = t.strides()[2];
+  const int64_t step = t.shape()[0] == 1 ? 0 : t.strides()[0];
   if ((col_stride == 1 || cols == 1) && (row_stride == cols || rows == 1)) {
-    return {t, base, kernels::Layout::normal};
+    return {t, base, kernels::Layout::normal, step};
   }
   if ((row_stride == 1 || rows == 1) && (col_stride == rows || cols == 1)) {
-    return {t, base, kernels::Layout::transposed};
+    return {t, base, kernels::Layout::transposed, step};
   }
-  Tensor copy = t.as_strided({rows, cols}, {row_stride, col_stride}, position).clone_data();
-  return {copy, copy.data(), kernels::Layout::normal};
+  Tensor copy = t.clone_data();
+  return {copy, copy.data(), kernels::Layout::normal, rows * cols};
 }
 
 // (B,M,K) @ (B,K,N) → (B,M,N) values, for 3-D a and b (B = 1 for matmul).
+// One kernel call for the whole batch (kernels::bmm_forward shares batches
+// between threads, or the rows of a single product), so each entry is summed
+// by one thread in a fixed order and the thread count changes no result.
 Tensor batched_product(const Tensor& a, const Tensor& b) {
   const int64_t batches = a.shape()[0], M = a.shape()[1], K = a.shape()[2], N = b.shape()[2];
   Tensor out = Tensor::empty({batches, M, N});
-  // Batches are shared between threads whole; a single batch runs here and
-  // the kernel shares its rows instead. Either way each entry is summed by
-  // one thread in a fixed order, so the thread count changes no result.
-  parallel::parallel_for(batches, batches * M * K * N, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      const MatrixOperand left = as_operand(a, a.offset() + i * a.strides()[0], M, K,
-                                            a.strides()[1], a.strides()[2]);
-      const MatrixOperand right = as_operand(b, b.offset() + i * b.strides()[0], K, N,
-                                             b.strides()[1], b.strides()[2]);
-      kernels::matmul_forward(out.data() + i * M * N, left.data, left.layout, right.data,
-                              right.layout, M, K, N);
-    }
-  });
+  if (batches == 0) return out;
+  const MatrixOperand left = as_operand(a, M, K);
+  const MatrixOperand right = as_operand(b, K, N);
+  kernels::bmm_forward(out.data(), left.data, left.layout, left.step, right.data, right.layout,
+                       right.step, batches, M, K, N);
   return out;
 }
 
@@ -71,17 +69,20 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
         "equal the rows of the right one)",
         a.shape(), b.shape(), a.shape()[1], b.shape()[0]);
   const Tensor y3 = batched_product(unsqueeze(detach(a), 0), unsqueeze(detach(b), 0));
-  Tensor y = y3.as_strided({a.shape()[0], b.shape()[1]}, contiguous_strides({a.shape()[0], b.shape()[1]}), 0);
-  return record("matmul", y, {a, b}, [a = detach(a), b = detach(b), need_a = a.requires_grad(),
-                                      need_b = b.requires_grad()](const Tensor& dy) {
-    Tensor db;
-    if (need_b) {
-      const bool b_transposed = b.strides()[0] == 1 && b.strides()[1] == b.shape()[0];
-      db = b_transposed ? transpose(matmul(transpose(dy, 0, 1), a), 0, 1)
-                        : matmul(transpose(a, 0, 1), dy);
-    }
-    return std::vector<Tensor>{need_a ? matmul(dy, transpose(b, 0, 1)) : Tensor(), db};
-  });
+  Tensor y = y3.as_strided({a.shape()[0], b.shape()[1]},
+                           contiguous_strides({a.shape()[0], b.shape()[1]}), 0);
+  return record(
+      "matmul", y, {a, b},
+      [a = detach(a), b = detach(b), need_a = a.requires_grad(),
+       need_b = b.requires_grad()](const Tensor& dy) {
+        Tensor db;
+        if (need_b) {
+          const bool b_transposed = b.strides()[0] == 1 && b.strides()[1] == b.shape()[0];
+          db = b_transposed ? transpose(matmul(transpose(dy, 0, 1), a), 0, 1)
+                            : matmul(transpose(a, 0, 1), dy);
+        }
+        return std::vector<Tensor>{need_a ? matmul(dy, transpose(b, 0, 1)) : Tensor(), db};
+      });
 }
 
 // y = a @ b per batch     a: (B,M,K)  b: (B,K,N)  y: (B,M,N)
@@ -97,11 +98,12 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
   check(a.shape()[2] == b.shape()[1], "bmm: {} @ {}: inner sizes {} and {} differ", a.shape(),
         b.shape(), a.shape()[2], b.shape()[1]);
   Tensor y = batched_product(a, b);
-  return record("bmm", y, {a, b}, [a = detach(a), b = detach(b), need_a = a.requires_grad(),
-                                   need_b = b.requires_grad()](const Tensor& dy) {
-    return std::vector<Tensor>{need_a ? bmm(dy, transpose(b, 1, 2)) : Tensor(),
-                               need_b ? bmm(transpose(a, 1, 2), dy) : Tensor()};
-  });
+  return record("bmm", y, {a, b},
+                [a = detach(a), b = detach(b), need_a = a.requires_grad(),
+                 need_b = b.requires_grad()](const Tensor& dy) {
+                  return std::vector<Tensor>{need_a ? bmm(dy, transpose(b, 1, 2)) : Tensor(),
+                                             need_b ? bmm(transpose(a, 1, 2), dy) : Tensor()};
+                });
 }
 
 }  // namespace attograd

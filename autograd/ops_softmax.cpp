@@ -18,14 +18,19 @@ Tensor softmax_like(const char* name, const Tensor& x, int64_t axis_in, RowKerne
   detail::check_defined(name, x);
   const int64_t axis = normalize_axis(name, axis_in, x.dim());
   const int64_t last = x.dim() - 1;
-  const Tensor rows_in = (axis == last ? detach(x) : transpose(detach(x), axis, last)).contiguous_data();
+  // The rows to normalise, contiguous: a view of x's own values when the axis
+  // is already last and x is stored row-major (no copy), else a copy.
+  const Tensor rows_in =
+      axis == last ? x.contiguous_data() : transpose(detach(x), axis, last).contiguous_data();
   const int64_t cols = x.shape()[axis];
   const int64_t rows = cols == 0 ? 0 : x.numel() / cols;
   Tensor rows_out = Tensor::empty(rows_in.shape());
   forward(rows_out.data(), rows_in.data(), rows, cols);
   Tensor y = axis == last ? rows_out : transpose(rows_out, axis, last).contiguous_data();
   return record(name, y, {x}, [=, y_rows = detach(rows_out)](const Tensor& dy) {
-    const Tensor dy_rows = (axis == last ? dy : transpose(dy, axis, last)).contiguous_data();
+    const Tensor dy_rows = axis != last         ? transpose(dy, axis, last).contiguous_data()
+                           : dy.is_contiguous() ? dy
+                                                : dy.contiguous_data();
     Tensor dx_rows = Tensor::empty(dy_rows.shape());
     backward(dx_rows.data(), y_rows.data(), dy_rows.data(), rows, cols);
     return std::vector<Tensor>{axis == last ? dx_rows : transpose(dx_rows, axis, last)};

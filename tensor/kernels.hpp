@@ -45,6 +45,8 @@ void log_softmax_forward(real* out, const real* x, int64_t rows, int64_t cols);
 void log_softmax_backward(real* dx, const real* y, const real* dy, int64_t rows, int64_t cols);
 void matmul_forward(real* c, const real* a, Layout a_layout, const real* b, Layout b_layout,
                     int64_t M, int64_t K, int64_t N);
+void bmm_forward(real* c, const real* a, Layout a_layout, int64_t a_step, const real* b,
+                 Layout b_layout, int64_t b_step, int64_t batches, int64_t M, int64_t K, int64_t N);
 }  // namespace scalar
 
 // out, x: (n).  out = f(x)
@@ -77,5 +79,11 @@ void log_softmax_backward(real* dx, const real* y, const real* dy, int64_t rows,
 // c: (M,N); a: (M,K) stored per a_layout; b: (K,N) stored per b_layout.  c = a @ b
 void matmul_forward(real* c, const real* a, Layout a_layout, const real* b, Layout b_layout,
                     int64_t M, int64_t K, int64_t N);
+// c: (B,M,N) contiguous; a: B matrices (M,K), the i-th at a + i·a_step, each stored per
+// a_layout; b likewise (K,N) at b + i·b_step (a step of 0 reuses one matrix).
+// c[i] = a[i] @ b[i], each summed exactly as matmul_forward sums it. One call for the
+// whole batch: many tiny products (attention's (1,K) @ (K,1)) cost one dispatch, not B.
+void bmm_forward(real* c, const real* a, Layout a_layout, int64_t a_step, const real* b,
+                 Layout b_layout, int64_t b_step, int64_t batches, int64_t M, int64_t K, int64_t N);
 
 }  // namespace attograd::kernels

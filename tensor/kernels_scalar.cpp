@@ -158,4 +158,13 @@ void matmul_forward(real* c, const real* a, Layout a_layout, const real* b, Layo
   }
 }
 
+void bmm_forward(real* c, const real* a, Layout a_layout, int64_t a_step, const real* b,
+                 Layout b_layout, int64_t b_step, int64_t batches, int64_t M, int64_t K,
+                 int64_t N) {
+  for (int64_t i = 0; i < batches; ++i) {
+    scalar::matmul_forward(c + i * M * N, a + i * a_step, a_layout, b + i * b_step, b_layout, M,
+                           K, N);
+  }
+}
+
 }  // namespace attograd::kernels::scalar

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "tensor/kernels.hpp"
+#include "tensor/kernels_matvec.hpp"
 #include "tensor/parallel.hpp"
 
 namespace attograd::kernels {
@@ -27,18 +28,22 @@ constexpr int64_t W = static_cast<int64_t>(Batch::size);
 
 Batch load(const real* p) { return Batch::load_unaligned(p); }
 
-// Loads the `count` (< W) values at p into a batch padded with `pad`.
+// Loads the `count` (< W) values at p into a batch padded with `pad`. The
+// loops run a fixed W times so the compiler unrolls them, rather than turning
+// a copy of `count` values into a call to memcpy (which costs more than the
+// arithmetic on rows as short as attention's).
 Batch load_partial(const real* p, int64_t count, real pad) {
   alignas(64) std::array<real, W> buffer;
-  buffer.fill(pad);
-  std::copy_n(p, count, buffer.begin());
+  for (int64_t i = 0; i < W; ++i) buffer[i] = i < count ? p[i] : pad;
   return Batch::load_aligned(buffer.data());
 }
 
 void store_partial(real* p, Batch value, int64_t count) {
   alignas(64) std::array<real, W> buffer;
   value.store_aligned(buffer.data());
-  std::copy_n(buffer.begin(), count, p);
+  for (int64_t i = 0; i < W; ++i) {
+    if (i < count) p[i] = buffer[i];
+  }
 }
 
 // out[i] = f(a[i], b[i], c[i]) over n elements; absent inputs are nullptr.
@@ -220,14 +225,22 @@ void max_axis_forward(real* out, int64_t* argmax, const real* x, int64_t outer, 
   }
 }
 
+// Three passes over the whole (rows, cols) block rather than three per row,
+// so that many short rows (attention over a few keys) pay for one ragged
+// tail of exp() instead of one each. Subtracting and scaling are exact per
+// element, so plain loops (which the compiler vectorises) give the same bits.
 void softmax_forward(real* out, const real* x, int64_t rows, int64_t cols) {
   for (int64_t r = 0; r < rows; ++r) {
     const real* in = x + r * cols;
     real* y = out + r * cols;
-    const Batch largest(maximum(in, cols));
-    map(y, cols, [&](Batch v, Batch, Batch) { return xsimd::exp(v - largest); }, in);
-    const Batch inverse(real(1) / sum(y, cols));
-    map(y, cols, [&](Batch v, Batch, Batch) { return v * inverse; }, y);
+    const real largest = maximum(in, cols);
+    for (int64_t c = 0; c < cols; ++c) y[c] = in[c] - largest;
+  }
+  map(out, rows * cols, [](Batch v, Batch, Batch) { return xsimd::exp(v); }, out);
+  for (int64_t r = 0; r < rows; ++r) {
+    real* y = out + r * cols;
+    const real inverse = real(1) / sum(y, cols);
+    for (int64_t c = 0; c < cols; ++c) y[c] *= inverse;
   }
 }
 
@@ -311,6 +324,12 @@ void row_block(real* c, const real* a, const real* b, int64_t K, int64_t N, int6
 // c = a @ b, both normal row-major. Blocked over K so a strip of b stays in cache.
 void matmul_nn(real* c, const real* a, const real* b, int64_t M, int64_t K, int64_t N) {
   constexpr int64_t kBlockK = 256;
+  if (N == 1) {
+    // One column: b is a contiguous vector and each entry one dot product
+    // (attention pooling's (1,K) @ (K,1), many times over in a bmm).
+    for (int64_t i = 0; i < M; ++i) c[i] = dot(a + i * K, b, K);
+    return;
+  }
   if (K == 0) std::fill_n(c, M * N, real(0));
   for (int64_t k0 = 0; k0 < K; k0 += kBlockK) {
     const int64_t kc = std::min(kBlockK, K - k0);
@@ -422,6 +441,22 @@ void matmul_tn(real* c, const real* a, const real* b, int64_t M, int64_t K, int6
   }
 }
 
+// Rows [i0, i1) of c = a @ b on this thread, by the layouts' kernel above
+// (both operands transposed: the scalar loop, all rows).
+void matmul_rows(real* c, const real* a, Layout a_layout, const real* b, Layout b_layout,
+                 int64_t M, int64_t K, int64_t N, int64_t i0, int64_t i1) {
+  if (matvec_forward(c, a, a_layout, b, b_layout, M, K, N)) return;  // one row: kernels_matvec
+  if (a_layout == Layout::transposed && b_layout == Layout::transposed) {
+    scalar::matmul_forward(c, a, a_layout, b, b_layout, M, K, N);
+  } else if (a_layout == Layout::transposed) {
+    matmul_tn(c, a, b, M, K, N, i0, i1);
+  } else if (b_layout == Layout::normal) {
+    matmul_nn(c + i0 * N, a + i0 * K, b, i1 - i0, K, N);
+  } else {
+    matmul_nt(c + i0 * N, a + i0 * K, b, i1 - i0, K, N);
+  }
+}
+
 }  // namespace
 
 // Large products are shared between threads by blocks of 4 rows of c (the
@@ -438,13 +473,26 @@ void matmul_forward(real* c, const real* a, Layout a_layout, const real* b, Layo
   const int64_t blocks = (M + kRowsPerBlock - 1) / kRowsPerBlock;
   parallel::parallel_for(blocks, M * K * N, [&](int64_t block_begin, int64_t block_end) {
     const int64_t i0 = block_begin * kRowsPerBlock;
-    const int64_t rows = std::min(M, block_end * kRowsPerBlock) - i0;
-    if (a_layout == Layout::transposed) {
-      matmul_tn(c, a, b, M, K, N, i0, i0 + rows);
-    } else if (b_layout == Layout::normal) {
-      matmul_nn(c + i0 * N, a + i0 * K, b, rows, K, N);
-    } else {
-      matmul_nt(c + i0 * N, a + i0 * K, b, rows, K, N);
+    const int64_t i1 = std::min(M, block_end * kRowsPerBlock);
+    matmul_rows(c, a, a_layout, b, b_layout, M, K, N, i0, i1);
+  });
+}
+
+// One product alone shares its rows between threads (matmul_forward above); a
+// batch shares whole products, each computed on one thread by the same
+// kernel, so every entry is summed in the same order either way — and many
+// tiny products cost one dispatch instead of one each.
+void bmm_forward(real* c, const real* a, Layout a_layout, int64_t a_step, const real* b,
+                 Layout b_layout, int64_t b_step, int64_t batches, int64_t M, int64_t K,
+                 int64_t N) {
+  if (batches == 1) {
+    matmul_forward(c, a, a_layout, b, b_layout, M, K, N);
+    return;
+  }
+  parallel::parallel_for(batches, batches * M * K * N, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      matmul_rows(c + i * M * N, a + i * a_step, a_layout, b + i * b_step, b_layout, M, K, N, 0,
+                  M);
     }
   });
 }
@@ -489,6 +537,11 @@ void log_softmax_backward(real* dx, const real* y, const real* dy, int64_t rows,
 void matmul_forward(real* c, const real* a, Layout a_layout, const real* b, Layout b_layout,
                     int64_t M, int64_t K, int64_t N) {
   scalar::matmul_forward(c, a, a_layout, b, b_layout, M, K, N);
+}
+void bmm_forward(real* c, const real* a, Layout a_layout, int64_t a_step, const real* b,
+                 Layout b_layout, int64_t b_step, int64_t batches, int64_t M, int64_t K,
+                 int64_t N) {
+  scalar::bmm_forward(c, a, a_layout, a_step, b, b_layout, b_step, batches, M, K, N);
 }
 
 #endif

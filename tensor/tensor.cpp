@@ -1,22 +1,195 @@
 #include "tensor/tensor.hpp"
 
+#include <algorithm>
+#include <array>
+#include <bit>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <new>
+#include <vector>
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#endif
 
 namespace attograd {
 
-Storage::Storage(int64_t size) : size_(size) {
-  check(size >= 0, "Storage: negative size {}", size);
-  // aligned_alloc wants a size that is a multiple of the alignment.
-  const size_t bytes = ((static_cast<size_t>(size) * sizeof(real) + 63) / 64) * 64;
-  if (bytes > 0) {
-    data_ = static_cast<real*>(std::aligned_alloc(64, bytes));
-    if (data_ == nullptr) throw std::bad_alloc();
+// ---- The storage cache ---------------------------------------------------------
+
+namespace {
+
+constexpr size_t kAlignment = 64;
+constexpr size_t kCacheLimitBytes = size_t(256) << 20;
+
+// A block's size class: its bytes rounded up to a multiple of 64 up to 1 KiB,
+// then to a quarter of the power of two below it (1280, 1536, 1792, 2048,
+// 2560, …), so a block is at most 25% larger than asked for. `index` numbers
+// the classes 0, 1, 2, … for the free-list table.
+struct SizeClass {
+  size_t bytes;
+  size_t index;
+};
+
+SizeClass size_class(size_t bytes) {
+  if (bytes <= 1024) {
+    const size_t rounded = std::max<size_t>(1, (bytes + kAlignment - 1) / kAlignment);
+    return {rounded * kAlignment, rounded - 1};  // classes 0..15
   }
+  const size_t power = std::bit_floor(bytes - 1);  // ≥ 1024
+  const size_t step = power / 4;
+  const size_t quarters = (bytes + step - 1) / step;                     // 5..8
+  const size_t exponent = static_cast<size_t>(std::countr_zero(power));  // ≥ 10
+  return {quarters * step, 16 + (exponent - 10) * 4 + (quarters - 5)};
 }
 
-Storage::~Storage() { std::free(data_); }
+constexpr size_t kClassCount = 16 + (64 - 10) * 4;
+
+// The bytes of the blocks in class `index` (the inverse of size_class).
+size_t class_bytes(size_t index) {
+  if (index < 16) return (index + 1) * kAlignment;
+  const size_t power = size_t(1) << (10 + (index - 16) / 4);
+  return (5 + (index - 16) % 4) * (power / 4);
+}
+
+// AddressSanitizer cannot see inside the cache: to it a cached block is still
+// allocated. Poisoning it while it waits makes a read or write through a
+// stale pointer an error, as it would be after free().
+void poison(void* block, size_t bytes) {
+#if defined(__SANITIZE_ADDRESS__)
+  ASAN_POISON_MEMORY_REGION(block, bytes);
+#else
+  (void)block;
+  (void)bytes;
+#endif
+}
+
+void unpoison(void* block, size_t bytes) {
+#if defined(__SANITIZE_ADDRESS__)
+  ASAN_UNPOISON_MEMORY_REGION(block, bytes);
+#else
+  (void)block;
+  (void)bytes;
+#endif
+}
+
+// Set when the cache has been destroyed at exit: a Storage that outlives it
+// (a static tensor destroyed later) frees its block directly. A plain bool
+// that is never destroyed itself.
+constinit bool cache_closed = false;
+
+class StorageCache {
+ public:
+  static StorageCache& instance() {
+    static StorageCache cache;
+    return cache;
+  }
+
+  ~StorageCache() {
+    release();
+    cache_closed = true;
+  }
+
+  // A block of the class's bytes, from the free list when it has one.
+  void* take(const SizeClass& size) {
+    {
+      std::lock_guard lock(mutex_);
+      std::vector<void*>& list = free_lists_[size.index];
+      if (!list.empty()) {
+        void* block = list.back();
+        list.pop_back();
+        cached_bytes_ -= size.bytes;
+        unpoison(block, size.bytes);
+        return block;
+      }
+    }
+    void* block = std::aligned_alloc(kAlignment, size.bytes);
+    if (block == nullptr) {
+      // Perhaps the cache holds what the system now lacks: give it back and retry.
+      release();
+      block = std::aligned_alloc(kAlignment, size.bytes);
+      if (block == nullptr) throw std::bad_alloc();
+    }
+    return block;
+  }
+
+  // Keep the block for reuse, or free it if the cache is full.
+  void give(void* block, const SizeClass& size) {
+    {
+      std::lock_guard lock(mutex_);
+      if (cached_bytes_ + size.bytes <= kCacheLimitBytes) {
+        try {
+          free_lists_[size.index].push_back(block);
+        } catch (const std::bad_alloc&) {
+          std::free(block);  // no room to remember it: give it back instead
+          return;
+        }
+        cached_bytes_ += size.bytes;
+        poison(block, size.bytes);
+        return;
+      }
+    }
+    std::free(block);
+  }
+
+  void release() {
+    std::lock_guard lock(mutex_);
+    for (size_t index = 0; index < kClassCount; ++index) {
+      std::vector<void*>& list = free_lists_[index];
+      for (void* block : list) {
+        unpoison(block, class_bytes(index));
+        std::free(block);
+      }
+      list.clear();
+      list.shrink_to_fit();
+    }
+    cached_bytes_ = 0;
+  }
+
+  int64_t cached_bytes() {
+    std::lock_guard lock(mutex_);
+    return static_cast<int64_t>(cached_bytes_);
+  }
+
+ private:
+  StorageCache() = default;
+
+  std::mutex mutex_;
+  std::array<std::vector<void*>, kClassCount> free_lists_;
+  size_t cached_bytes_ = 0;
+};
+
+}  // namespace
+
+Storage::Storage(int64_t size) : size_(size) {
+  check(size >= 0, "Storage: negative size {}", size);
+  if (size == 0) return;
+  check(static_cast<uint64_t>(size) <= (uint64_t(1) << 60) / sizeof(real),
+        "Storage: {} elements are more than any machine can hold", size);
+  const SizeClass size_class_of_block = size_class(static_cast<size_t>(size) * sizeof(real));
+  data_ = static_cast<real*>(StorageCache::instance().take(size_class_of_block));
+}
+
+Storage::~Storage() {
+  if (data_ == nullptr) return;
+  if (cache_closed) {
+    std::free(data_);
+    return;
+  }
+  StorageCache::instance().give(data_, size_class(static_cast<size_t>(size_) * sizeof(real)));
+}
+
+int64_t Storage::cached_bytes() {
+  return cache_closed ? 0 : StorageCache::instance().cached_bytes();
+}
+
+int64_t Storage::cache_limit_bytes() { return static_cast<int64_t>(kCacheLimitBytes); }
+
+void Storage::release_cache() {
+  if (!cache_closed) StorageCache::instance().release();
+}
+
+// ---- Tensor --------------------------------------------------------------------
 
 Tensor Tensor::empty(const Shape& shape) {
   for (int64_t size : shape) {
@@ -36,9 +209,7 @@ TensorImpl& Tensor::impl() const {
   return *impl_;
 }
 
-int64_t Tensor::size(int64_t axis) const {
-  return shape()[normalize_axis("size", axis, dim())];
-}
+int64_t Tensor::size(int64_t axis) const { return shape()[normalize_axis("size", axis, dim())]; }
 
 bool Tensor::is_contiguous() const {
   int64_t expected = 1;

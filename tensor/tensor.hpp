@@ -23,6 +23,17 @@ struct Node;  // autograd/node.hpp
 
 // A block of `size` reals aligned to 64 bytes (one cache line, one AVX-512
 // register), so SIMD loads from the start of a storage never split a line.
+// Its values are not initialised (zeros() and friends fill them).
+//
+// Every op result and every gradient is a new Storage, so a training step
+// allocates and frees the same few sizes again and again. Freed blocks are
+// therefore kept in a cache, one free list per size class (sizes rounded up
+// to a multiple of 64 bytes up to 1 KiB, then to a quarter of a power of
+// two), and handed out again by the next Storage of that class — without a
+// call to malloc, and without page faults for large blocks. The cache is
+// shared by all threads (guarded by a mutex), holds at most
+// cache_limit_bytes() (blocks beyond that go back to the system), and is
+// emptied at exit.
 class Storage {
  public:
   explicit Storage(int64_t size);
@@ -33,6 +44,13 @@ class Storage {
   real* data() { return data_; }
   const real* data() const { return data_; }
   int64_t size() const { return size_; }
+
+  // Bytes of freed blocks the cache holds now, waiting to be reused.
+  static int64_t cached_bytes();
+  // The most the cache keeps: 256 MiB.
+  static int64_t cache_limit_bytes();
+  // Return every cached block to the system (e.g. after a large job).
+  static void release_cache();
 
  private:
   real* data_ = nullptr;

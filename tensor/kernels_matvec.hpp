@@ -1,0 +1,42 @@
+// tensor/kernels_matvec.hpp — matrix products with one row: matrix–vector.
+//
+// A model trained one sentence at a time multiplies a single row by each
+// weight matrix at every step: Linear's and the GRU's x Wᵀ in forward, and
+// dy W in backward. The general kernels (tensor/kernels.hpp) are blocked for
+// many rows; with one row they run one short dependency chain at a time. These
+// keep several independent chains in flight and read each weight once.
+//
+// Letters: K the length of the vector, N the entries of the result.
+// Same conventions as tensor/kernels.hpp: outputs first, then inputs, then
+// sizes; `kernels::scalar::` is the plain-loop specification and `kernels::`
+// the xsimd version tested against it (tests/tensor/test_kernels_matvec.cpp).
+#pragma once
+
+#include <cstdint>
+
+#include "tensor/kernels.hpp"
+#include "tensor/shape.hpp"
+
+namespace attograd::kernels {
+
+namespace scalar {
+void matvec_nt(real* y, const real* x, const real* w, int64_t K, int64_t N);
+void vecmat(real* y, const real* x, const real* w, int64_t K, int64_t N);
+}  // namespace scalar
+
+// y: (N); x: (K); w: (N,K) row-major.  y = x @ wᵀ, y[j] = Σ_k w[j][k] · x[k]
+// (Linear's forward, the GRU's gate products). Several rows of w per pass
+// share each load of x.
+void matvec_nt(real* y, const real* x, const real* w, int64_t K, int64_t N);
+
+// y: (N); x: (K); w: (K,N) row-major.  y = x @ w, y[j] = Σ_k x[k] · w[k][j]
+// (backward's dx = dy W). Accumulates strips of y in registers over all k.
+void vecmat(real* y, const real* x, const real* w, int64_t K, int64_t N);
+
+// The matmul_forward cases these kernels cover: M = 1, a stored normally and
+// b either way — c = a @ b with c (1,N), a (1,K), b (K,N) per b_layout. Returns
+// false (and does nothing) for any other case.
+bool matvec_forward(real* c, const real* a, Layout a_layout, const real* b, Layout b_layout,
+                    int64_t M, int64_t K, int64_t N);
+
+}  // namespace attograd::kernels

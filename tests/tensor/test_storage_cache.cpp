@@ -1,0 +1,143 @@
+// tests/tensor/test_storage_cache.cpp — the cache of freed Storage blocks.
+//
+// A freed block goes to its size class's free list and the next Storage of
+// that class gets it back (the last freed first); blocks are 64-byte aligned
+// whatever their size; the cache never holds more than its limit; threads
+// may allocate and free concurrently, including blocks allocated on another
+// thread. Storage never promised zeroed values (zeros() fills), so that is not
+// checked; what is checked is that a recycled block is writable in full.
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "attograd.hpp"
+
+using namespace attograd;
+
+namespace {
+
+bool aligned_64(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 64 == 0; }
+
+}  // namespace
+
+TEST_CASE("storage cache: a freed block is handed to the next storage of its size class",
+          "[storage]") {
+  Storage::release_cache();
+  const real* first = nullptr;
+  {
+    Storage storage(1000);
+    first = storage.data();
+    storage.data()[999] = 1;
+  }
+  CHECK(Storage::cached_bytes() > 0);
+  {
+    Storage again(1000);
+    CHECK(again.data() == first);
+    // 990 elements round up to the same class as 1000, so they reuse it too.
+  }
+  {
+    Storage near(990);
+    CHECK(near.data() == first);
+    for (int64_t i = 0; i < near.size(); ++i) near.data()[i] = real(i);  // all of it is ours
+    CHECK(near.data()[989] == real(989));
+  }
+  // A much larger storage is another class: it cannot get the small block.
+  Storage larger(100000);
+  CHECK(larger.data() != first);
+  Storage::release_cache();
+  CHECK(Storage::cached_bytes() == 0);
+}
+
+TEST_CASE("storage cache: two live storages never share a block", "[storage]") {
+  std::vector<std::unique_ptr<Storage>> live;
+  for (int i = 0; i < 64; ++i) live.push_back(std::make_unique<Storage>(17));
+  for (size_t i = 0; i < live.size(); ++i) {
+    for (size_t j = i + 1; j < live.size(); ++j) REQUIRE(live[i]->data() != live[j]->data());
+  }
+  live.clear();
+  for (int i = 0; i < 64; ++i) live.push_back(std::make_unique<Storage>(17));
+  for (size_t i = 0; i < live.size(); ++i) {
+    for (size_t j = i + 1; j < live.size(); ++j) REQUIRE(live[i]->data() != live[j]->data());
+  }
+}
+
+TEST_CASE("storage cache: blocks are 64-byte aligned at every size, new or reused", "[storage]") {
+  for (int round = 0; round < 2; ++round) {  // the second round reuses the first's blocks
+    for (int64_t size : {1, 7, 15, 16, 17, 255, 256, 257, 1000, 4097, 100000, 300000}) {
+      Storage storage(size);
+      CHECK(aligned_64(storage.data()));
+      CHECK(storage.size() == size);
+      storage.data()[size - 1] = 1;
+    }
+  }
+  Storage empty(0);
+  CHECK(empty.data() == nullptr);
+  CHECK(empty.size() == 0);
+  CHECK_THROWS_AS(Storage(-1), Error);
+}
+
+TEST_CASE("storage cache: holds at most its limit", "[storage]") {
+  Storage::release_cache();
+  const int64_t block_bytes = int64_t(64) << 20;  // 64 MiB each
+  const int64_t count = Storage::cache_limit_bytes() / block_bytes + 2;
+  {
+    std::vector<std::unique_ptr<Storage>> live;
+    for (int64_t i = 0; i < count; ++i) {
+      live.push_back(std::make_unique<Storage>(block_bytes / int64_t(sizeof(real))));
+    }
+  }  // all freed: the cache keeps what fits and returns the rest
+  CHECK(Storage::cached_bytes() > 0);
+  CHECK(Storage::cached_bytes() <= Storage::cache_limit_bytes());
+  Storage::release_cache();
+  CHECK(Storage::cached_bytes() == 0);
+}
+
+TEST_CASE("storage cache: threads allocate and free at once, and free each other's blocks",
+          "[storage]") {
+  constexpr int kThreads = 4;
+  constexpr int kRounds = 2000;
+  // Each thread fills its blocks with its own number and checks them before
+  // freeing: a block handed to two threads at once would show the other's.
+  std::vector<std::vector<std::unique_ptr<Storage>>> handed_over(kThreads);
+  std::vector<int> failures(kThreads, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([t, &handed_over, &failures] {
+      std::vector<std::unique_ptr<Storage>> mine;
+      for (int round = 0; round < kRounds; ++round) {
+        const int64_t size = 1 + (round * 37 + t * 11) % 3000;
+        auto storage = std::make_unique<Storage>(size);
+        if (!aligned_64(storage->data())) ++failures[t];
+        for (int64_t i = 0; i < size; ++i) storage->data()[i] = real(t);
+        mine.push_back(std::move(storage));
+        if (mine.size() > 8) {
+          for (int64_t i = 0; i < mine.front()->size(); ++i) {
+            if (mine.front()->data()[i] != real(t)) ++failures[t];
+          }
+          mine.erase(mine.begin());
+        }
+      }
+      handed_over[t] = std::move(mine);  // freed below by the main thread
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (int t = 0; t < kThreads; ++t) {
+    CHECK(failures[t] == 0);
+    for (const auto& storage : handed_over[t]) {
+      for (int64_t i = 0; i < storage->size(); ++i) REQUIRE(storage->data()[i] == real(t));
+    }
+  }
+  handed_over.clear();  // blocks of other threads go into the shared cache
+  CHECK(Storage::cached_bytes() <= Storage::cache_limit_bytes());
+}
+
+TEST_CASE("storage cache: zeros() is zero even in a recycled block", "[storage]") {
+  {
+    Tensor dirty = full({333}, 7.0);
+    (void)dirty;
+  }
+  const Tensor clean = zeros({333});
+  for (real value : clean.to_vector()) REQUIRE(value == 0);
+}
