@@ -6,9 +6,14 @@
 // matrix products and one fused gate kernel (tensor/kernels_gru.hpp), and
 // backward is one fused gate kernel and the matrix products for the six
 // gradients. tests/nn/test_gru.cpp keeps the composed version as the
-// specification and checks the two agree, values and gradients.
+// specification and checks the two agree, values and gradients. The second
+// half of the file is the variant whose steps share one sequence's weights
+// and form the weight gradients once for all of them (autograd/ops_gru.hpp).
+#include "autograd/ops_gru.hpp"
+
 #include "autograd/op_helpers.hpp"
 #include "autograd/ops.hpp"
+#include "tensor/factory.hpp"
 #include "tensor/kernels_gru.hpp"
 
 namespace attograd {
@@ -66,6 +71,25 @@ void check_gru_shapes(const Tensor& x, const Tensor& h, const Tensor& weight_ih,
   }
 }
 
+GruSaved make_saved(const Tensor& x, const Tensor& h, const Tensor& weight_ih,
+                    const Tensor& weight_hh, const Tensor& bias_ih, const Tensor& bias_hh) {
+  const int64_t B = x.shape()[0], H = h.shape()[1];
+  return GruSaved{.x = saved_values(x),
+                  .h = saved_values(h),
+                  .weight_ih = saved_values(weight_ih),
+                  .weight_hh = saved_values(weight_hh),
+                  .r = Tensor::empty({B, H}),
+                  .z = Tensor::empty({B, H}),
+                  .n = Tensor::empty({B, H}),
+                  .gh_n = Tensor::empty({B, H}),
+                  .need_x = x.requires_grad(),
+                  .need_h = h.requires_grad(),
+                  .need_weight_ih = weight_ih.requires_grad(),
+                  .need_weight_hh = weight_hh.requires_grad(),
+                  .need_bias_ih = bias_ih.defined() && bias_ih.requires_grad(),
+                  .need_bias_hh = bias_hh.defined() && bias_hh.requires_grad()};
+}
+
 }  // namespace
 
 // One GRU step (PyTorch's GRUCell), gates stacked r, z, n:
@@ -100,77 +124,156 @@ void check_gru_shapes(const Tensor& x, const Tensor& h, const Tensor& weight_ih,
 // h reaches h' by four paths: directly through z ⊙ h (the first term of dh),
 // and through gh into r, into z, and into n via r ⊙ (W_hn h + b_hn) — the
 // three that dgh @ W_hh collects.
+namespace {
+
+// Forward of one step: fills saved.r, z, n, gh_n and returns h'.
+Tensor gru_step_forward(GruSaved& saved, const Tensor& bias_ih, const Tensor& bias_hh, int64_t B,
+                        int64_t input, int64_t H) {
+  Tensor gi = Tensor::empty({B, 3 * H});
+  Tensor gh = Tensor::empty({B, 3 * H});
+  affine_forward(gi.data(), saved.x, saved.weight_ih, saved_values(bias_ih), B, input, 3 * H);
+  affine_forward(gh.data(), saved.h, saved.weight_hh, saved_values(bias_hh), B, H, 3 * H);
+  Tensor h_new = Tensor::empty({B, H});
+  kernels::gru_gates_forward(h_new.data(), saved.r.data(), saved.z.data(), saved.n.data(),
+                             saved.gh_n.data(), gi.data(), gh.data(), saved.h.data(), B, H);
+  return h_new;
+}
+
+struct GruStepGradients {
+  Tensor dgi, dgh;                    // (B,3H): the gate pre-activations' gradients
+  Tensor dx, dh, dbias_ih, dbias_hh;  // undefined where not needed
+};
+
+// Backward of one step, all but the weight gradients (which need dgi, dgh).
+GruStepGradients gru_step_backward(const GruSaved& saved, const Tensor& dh_new_in, int64_t B,
+                                   int64_t input, int64_t H) {
+  const Tensor dh_new = dh_new_in.contiguous_data();
+  GruStepGradients g;
+  g.dgi = Tensor::empty({B, 3 * H});
+  g.dgh = Tensor::empty({B, 3 * H});
+  Tensor dh_direct = Tensor::empty({B, H});
+  kernels::gru_gates_backward(g.dgi.data(), g.dgh.data(), dh_direct.data(), dh_new.data(),
+                              saved.r.data(), saved.z.data(), saved.n.data(), saved.gh_n.data(),
+                              saved.h.data(), B, H);
+  if (saved.need_x) {  // dgi @ W_ih
+    g.dx = Tensor::empty({B, input});
+    kernels::matmul_forward(g.dx.data(), g.dgi.data(), Layout::normal, saved.weight_ih.data(),
+                            Layout::normal, B, 3 * H, input);
+  }
+  if (saved.need_h) {  // z ⊙ dh' + dgh @ W_hh
+    g.dh = Tensor::empty({B, H});
+    kernels::matmul_forward(g.dh.data(), g.dgh.data(), Layout::normal, saved.weight_hh.data(),
+                            Layout::normal, B, 3 * H, H);
+    kernels::accumulate(g.dh.data(), dh_direct.data(), B * H);
+  }
+  if (saved.need_bias_ih) {  // Σ over the batch
+    g.dbias_ih = Tensor::empty({3 * H});
+    kernels::sum_axis_forward(g.dbias_ih.data(), g.dgi.data(), 1, B, 3 * H);
+  }
+  if (saved.need_bias_hh) {
+    g.dbias_hh = Tensor::empty({3 * H});
+    kernels::sum_axis_forward(g.dbias_hh.data(), g.dgh.data(), 1, B, 3 * H);
+  }
+  return g;
+}
+
+// rows += the B rows of t (B,cols), contiguous
+void append_rows(std::vector<real>& rows, const Tensor& t) {
+  rows.insert(rows.end(), t.data(), t.data() + t.numel());
+}
+
+}  // namespace
+
 Tensor gru_cell(const Tensor& x_in, const Tensor& h_in, const Tensor& weight_ih_in,
                 const Tensor& weight_hh_in, const Tensor& bias_ih_in, const Tensor& bias_hh_in) {
   check_gru_shapes(x_in, h_in, weight_ih_in, weight_hh_in, bias_ih_in, bias_hh_in);
   const int64_t B = x_in.shape()[0], input = x_in.shape()[1], H = h_in.shape()[1];
-
-  GruSaved saved{.x = saved_values(x_in),
-                 .h = saved_values(h_in),
-                 .weight_ih = saved_values(weight_ih_in),
-                 .weight_hh = saved_values(weight_hh_in),
-                 .r = Tensor::empty({B, H}),
-                 .z = Tensor::empty({B, H}),
-                 .n = Tensor::empty({B, H}),
-                 .gh_n = Tensor::empty({B, H}),
-                 .need_x = x_in.requires_grad(),
-                 .need_h = h_in.requires_grad(),
-                 .need_weight_ih = weight_ih_in.requires_grad(),
-                 .need_weight_hh = weight_hh_in.requires_grad(),
-                 .need_bias_ih = bias_ih_in.defined() && bias_ih_in.requires_grad(),
-                 .need_bias_hh = bias_hh_in.defined() && bias_hh_in.requires_grad()};
-
-  Tensor gi = Tensor::empty({B, 3 * H});
-  Tensor gh = Tensor::empty({B, 3 * H});
-  affine_forward(gi.data(), saved.x, saved.weight_ih, saved_values(bias_ih_in), B, input, 3 * H);
-  affine_forward(gh.data(), saved.h, saved.weight_hh, saved_values(bias_hh_in), B, H, 3 * H);
-  Tensor h_new = Tensor::empty({B, H});
-  kernels::gru_gates_forward(h_new.data(), saved.r.data(), saved.z.data(), saved.n.data(),
-                             saved.gh_n.data(), gi.data(), gh.data(), saved.h.data(), B, H);
+  GruSaved saved = make_saved(x_in, h_in, weight_ih_in, weight_hh_in, bias_ih_in, bias_hh_in);
+  const Tensor h_new = gru_step_forward(saved, bias_ih_in, bias_hh_in, B, input, H);
 
   // dh' -> gradients of (x, h, W_ih, W_hh, b_ih, b_hh), by the formulas above.
-  auto gradients = [saved = std::move(saved), B, input, H](const Tensor& dh_new_in) {
-    const Tensor dh_new = dh_new_in.contiguous_data();
-    Tensor dgi = Tensor::empty({B, 3 * H});
-    Tensor dgh = Tensor::empty({B, 3 * H});
-    Tensor dh_direct = Tensor::empty({B, H});
-    kernels::gru_gates_backward(dgi.data(), dgh.data(), dh_direct.data(), dh_new.data(),
-                                saved.r.data(), saved.z.data(), saved.n.data(), saved.gh_n.data(),
-                                saved.h.data(), B, H);
-
-    Tensor dx, dh, dweight_ih, dweight_hh, dbias_ih, dbias_hh;
-    if (saved.need_x) {  // dgi @ W_ih
-      dx = Tensor::empty({B, input});
-      kernels::matmul_forward(dx.data(), dgi.data(), Layout::normal, saved.weight_ih.data(),
-                              Layout::normal, B, 3 * H, input);
-    }
-    if (saved.need_h) {  // z ⊙ dh' + dgh @ W_hh
-      dh = Tensor::empty({B, H});
-      kernels::matmul_forward(dh.data(), dgh.data(), Layout::normal, saved.weight_hh.data(),
-                              Layout::normal, B, 3 * H, H);
-      kernels::accumulate(dh.data(), dh_direct.data(), B * H);
-    }
+  auto gradients = [saved = std::move(saved), B, input, H](const Tensor& dh_new) {
+    const GruStepGradients g = gru_step_backward(saved, dh_new, B, input, H);
+    Tensor dweight_ih, dweight_hh;
     if (saved.need_weight_ih) {  // dgiᵀ @ x, reading dgi (B,3H) as (3H,B)
       dweight_ih = Tensor::empty({3 * H, input});
-      kernels::matmul_forward(dweight_ih.data(), dgi.data(), Layout::transposed, saved.x.data(),
+      kernels::matmul_forward(dweight_ih.data(), g.dgi.data(), Layout::transposed, saved.x.data(),
                               Layout::normal, 3 * H, B, input);
     }
     if (saved.need_weight_hh) {  // dghᵀ @ h
       dweight_hh = Tensor::empty({3 * H, H});
-      kernels::matmul_forward(dweight_hh.data(), dgh.data(), Layout::transposed, saved.h.data(),
+      kernels::matmul_forward(dweight_hh.data(), g.dgh.data(), Layout::transposed, saved.h.data(),
                               Layout::normal, 3 * H, B, H);
     }
-    if (saved.need_bias_ih) {  // Σ over the batch
-      dbias_ih = Tensor::empty({3 * H});
-      kernels::sum_axis_forward(dbias_ih.data(), dgi.data(), 1, B, 3 * H);
-    }
-    if (saved.need_bias_hh) {
-      dbias_hh = Tensor::empty({3 * H});
-      kernels::sum_axis_forward(dbias_hh.data(), dgh.data(), 1, B, 3 * H);
-    }
-    return std::vector<Tensor>{dx, dh, dweight_ih, dweight_hh, dbias_ih, dbias_hh};
+    return std::vector<Tensor>{g.dx, g.dh, dweight_ih, dweight_hh, g.dbias_ih, g.dbias_hh};
   };
   return record("gru_cell", h_new, {x_in, h_in, weight_ih_in, weight_hh_in, bias_ih_in, bias_hh_in},
+                std::move(gradients));
+}
+
+// ---- Weight gradients batched over a sequence (autograd/ops_gru.hpp) -------------------
+
+// token = 0, recorded with the weights as inputs.
+//   dW_ih = dgiᵀ @ x    (3H,n) @ (n,in) → (3H,in), n the rows the steps handed over
+//   dW_hh = dghᵀ @ h    (3H,n) @ (n,H)  → (3H,H)
+// The token's own gradient is always 0 and is ignored.
+GruWeights gru_weights(const Tensor& weight_ih, const Tensor& weight_hh, const Tensor& bias_ih,
+                       const Tensor& bias_hh) {
+  GruWeights weights{weight_ih, weight_hh, bias_ih, bias_hh, Tensor(), nullptr};
+  const bool need_ih = weight_ih.requires_grad(), need_hh = weight_hh.requires_grad();
+  if (!grad_enabled() || !(need_ih || need_hh)) return weights;
+  auto factors = std::make_shared<GruGradientFactors>();
+  const int64_t three_h = weight_ih.shape()[0], input = weight_ih.shape()[1],
+                H = weight_hh.shape()[1];
+  auto gradients = [factors, need_ih, need_hh, three_h, input, H](const Tensor&) {
+    Tensor dweight_ih, dweight_hh;
+    if (need_ih) {  // (n,3H) read as (3H,n)
+      dweight_ih = Tensor::empty({three_h, input});
+      kernels::matmul_forward(dweight_ih.data(), factors->dgi.data(), Layout::transposed,
+                              factors->x.data(), Layout::normal, three_h, factors->rows_ih, input);
+    }
+    if (need_hh) {
+      dweight_hh = Tensor::empty({three_h, H});
+      kernels::matmul_forward(dweight_hh.data(), factors->dgh.data(), Layout::transposed,
+                              factors->h.data(), Layout::normal, three_h, factors->rows_hh, H);
+    }
+    *factors = GruGradientFactors{};  // a second backward (retain_graph) starts afresh
+    return std::vector<Tensor>{dweight_ih, dweight_hh};
+  };
+  weights.token = record("gru_weights", zeros({}), {weight_ih, weight_hh}, std::move(gradients));
+  weights.factors = factors;
+  return weights;
+}
+
+// As gru_cell above, but dgi and dgh are handed to the sequence's factors
+// with x and h instead of being multiplied out here.
+Tensor gru_cell(const Tensor& x_in, const Tensor& h_in, const GruWeights& weights) {
+  if (!weights.token.defined() || !grad_enabled()) {
+    return gru_cell(x_in, h_in, weights.weight_ih, weights.weight_hh, weights.bias_ih,
+                    weights.bias_hh);
+  }
+  check_gru_shapes(x_in, h_in, weights.weight_ih, weights.weight_hh, weights.bias_ih,
+                   weights.bias_hh);
+  const int64_t B = x_in.shape()[0], input = x_in.shape()[1], H = h_in.shape()[1];
+  GruSaved saved = make_saved(x_in, h_in, weights.weight_ih, weights.weight_hh, weights.bias_ih,
+                              weights.bias_hh);
+  const Tensor h_new = gru_step_forward(saved, weights.bias_ih, weights.bias_hh, B, input, H);
+  auto gradients = [saved = std::move(saved), factors = weights.factors, B, input,
+                    H](const Tensor& dh_new) {
+    const GruStepGradients g = gru_step_backward(saved, dh_new, B, input, H);
+    if (saved.need_weight_ih) {
+      append_rows(factors->dgi, g.dgi);
+      append_rows(factors->x, saved.x);
+      factors->rows_ih += B;
+    }
+    if (saved.need_weight_hh) {
+      append_rows(factors->dgh, g.dgh);
+      append_rows(factors->h, saved.h);
+      factors->rows_hh += B;
+    }
+    return std::vector<Tensor>{g.dx, g.dh, g.dbias_ih, g.dbias_hh, zeros({})};
+  };
+  return record("gru_cell", h_new, {x_in, h_in, weights.bias_ih, weights.bias_hh, weights.token},
                 std::move(gradients));
 }
 

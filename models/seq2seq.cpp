@@ -47,6 +47,13 @@ void check_memory(const AttentionMemory& memory, int64_t L, int64_t H) {
         memory.values.defined() ? memory.values.shape() : Shape{}, L, H);
 }
 
+// gru.step(x, hidden) with the sentence's weights when remember() prepared them.
+nn::GRUOutput gru_step(nn::GRU& gru, const Tensor& x, const Tensor& hidden,
+                       const AttentionMemory& memory) {
+  if (memory.gru_weights.empty()) return gru.step(x, hidden);
+  return gru.step(x, hidden, memory.gru_weights);
+}
+
 // Puts a module in evaluation mode and restores its mode when it goes out of
 // scope, so translate() can be called in the middle of training.
 class EvalModeGuard {
@@ -165,7 +172,8 @@ AttnDecoderRNN::AttnDecoderRNN(int64_t hidden_size, int64_t output_size, double 
 }
 
 AttentionMemory AttnDecoderRNN::remember(const EncoderOutput& encoded) {
-  return AttentionMemory{encoded.outputs, Tensor(), Tensor(), encoded.length};
+  return AttentionMemory{encoded.outputs, Tensor(), Tensor(), encoded.length,
+                         gru->sequence_weights()};
 }
 
 // input_word, hidden (1,1,H), memory.values (L,H) -> (1,H), (1,1,H), (1,L)
@@ -179,7 +187,7 @@ DecoderState AttnDecoderRNN::advance(int64_t input_word, const Tensor& hidden,
   const Tensor weights = softmax(attn->forward(cat({embedded, h}, 1)), 1);    // (1,L)
   const Tensor context = matmul(weights, memory.values);                      // (1,H)
   const Tensor x = relu(attn_combine->forward(cat({embedded, context}, 1)));  // (1,H)
-  const nn::GRUOutput step = gru->step(x, hidden);                            // (1,H), (1,1,H)
+  const nn::GRUOutput step = gru_step(*gru, x, hidden, memory);               // (1,H), (1,1,H)
   return DecoderState{step.output, step.h_n, weights};
 }
 
@@ -240,11 +248,12 @@ BahdanauAttnDecoder::BahdanauAttnDecoder(int64_t hidden_size, int64_t output_siz
 // The keys' projection does not depend on the step, so it is made once per
 // sentence; the mask marks the zero rows after the source.
 AttentionMemory BahdanauAttnDecoder::remember(const EncoderOutput& encoded) {
-  check_memory(AttentionMemory{encoded.outputs, {}, {}, encoded.length}, max_length_, hidden_size_);
+  check_memory(AttentionMemory{encoded.outputs, {}, {}, encoded.length, {}}, max_length_,
+               hidden_size_);
   Tensor padding = zeros({1, max_length_});
   for (int64_t j = encoded.length; j < max_length_; ++j) padding.set({0, j}, 1);
   return AttentionMemory{encoded.outputs, attention->project_keys(encoded.outputs), padding,
-                         encoded.length};
+                         encoded.length, gru->sequence_weights()};
 }
 
 // input_word, hidden (1,1,H), memory (L,H) -> (1,H), (1,1,H), (1,L)
@@ -260,7 +269,7 @@ DecoderState BahdanauAttnDecoder::advance(int64_t input_word, const Tensor& hidd
       dropout->forward(lookups->lookup(*embedding, {input_word}, Shape{1}));  // (1,H)
   const Tensor weights = attention->forward(h, memory.keys, memory.padding);  // (1,L)
   const Tensor context = matmul(weights, memory.values);                      // (1,H)
-  const nn::GRUOutput step = gru->step(cat({embedded, context}, 1), hidden);  // (1,H)
+  const nn::GRUOutput step = gru_step(*gru, cat({embedded, context}, 1), hidden, memory);
   return DecoderState{step.output, step.h_n, weights};
 }
 

@@ -182,6 +182,9 @@ struct AttentionMemory {
   Tensor keys;         // (L,H): W_k · values (Bahdanau only; undefined for location)
   Tensor padding;      // (1,L): 1 at the padded positions j ≥ S, else 0 (Bahdanau only)
   int64_t length = 0;  // S
+  // The decoder GRU's weights for this sentence's steps (nn::GRU::sequence_weights):
+  // backward then forms each GRU weight gradient once per sentence, not once per word.
+  std::vector<GruWeights> gru_weights;
 };
 
 // A decoder step up to the output layer.

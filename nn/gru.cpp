@@ -125,18 +125,32 @@ void GRU::check_state(const Tensor& h0, int64_t batch) const {
 }
 
 // steps: T × (B,I); h0: (L,B,H) or undefined -> T × (B,H), finals: L × (B,H)
+std::vector<GruWeights> GRU::sequence_weights() const {
+  std::vector<GruWeights> weights;
+  weights.reserve(layers_.size());
+  for (const LayerWeights& w : layers_) {
+    weights.push_back(gru_weights(w.weight_ih, w.weight_hh, w.bias_ih, w.bias_hh));
+  }
+  return weights;
+}
+
 std::vector<Tensor> GRU::run_layers(std::vector<Tensor> steps, const Tensor& h0, int64_t batch,
-                                    std::vector<Tensor>& finals) {
+                                    std::vector<Tensor>& finals,
+                                    const std::vector<GruWeights>& weights) {
+  check(weights.size() == layers_.size(),
+        "GRU: {} layers' sequence weights for a GRU of {} layers; take them from this GRU's "
+        "sequence_weights()",
+        weights.size(), layers_.size());
   const int64_t L = options_.num_layers(), H = options_.hidden_size();
   const double p = options_.dropout();
   const bool drop = is_training() && p > 0.0;
   for (int64_t k = 0; k < L; ++k) {
-    const LayerWeights& w = layers_[k];
+    const GruWeights& w = weights[k];
     Tensor h = h0.defined() ? select(h0, 0, k) : zeros({batch, H});
     // Each step's input is replaced by this layer's output at that step,
     // which is the next layer's input.
     for (Tensor& x : steps) {
-      h = gru_cell(x, h, w.weight_ih, w.weight_hh, w.bias_ih, w.bias_hh);
+      h = gru_cell(x, h, w);
       x = h;
     }
     finals.push_back(h);  // h_n is taken before dropout, as in PyTorch
@@ -171,12 +185,16 @@ GRUOutput GRU::forward(const Tensor& x, const Tensor& h0) {
   steps.reserve(T);
   for (int64_t t = 0; t < T; ++t) steps.push_back(select(x, time_axis, t));  // views
   std::vector<Tensor> finals;
-  const std::vector<Tensor> outputs = run_layers(std::move(steps), h0, batch, finals);
+  const std::vector<Tensor> outputs =
+      run_layers(std::move(steps), h0, batch, finals, sequence_weights());
   return {stack_or_view(outputs, time_axis), stack_or_view(finals, 0)};
 }
 
 // x: (B,I), h: (L,B,H) -> output (B,H), h_n (L,B,H)
-GRUOutput GRU::step(const Tensor& x, const Tensor& h) {
+GRUOutput GRU::step(const Tensor& x, const Tensor& h) { return step(x, h, sequence_weights()); }
+
+// x: (B,I), h: (L,B,H) -> output (B,H), h_n (L,B,H)
+GRUOutput GRU::step(const Tensor& x, const Tensor& h, const std::vector<GruWeights>& weights) {
   const int64_t I = options_.input_size();
   check(x.defined(), "GRU::step: the input x is undefined");
   check(x.dim() == 2 && x.shape()[1] == I,
@@ -186,7 +204,7 @@ GRUOutput GRU::step(const Tensor& x, const Tensor& h) {
   const int64_t batch = x.shape()[0];
   check_state(h, batch);
   std::vector<Tensor> finals;
-  const std::vector<Tensor> outputs = run_layers({x}, h, batch, finals);
+  const std::vector<Tensor> outputs = run_layers({x}, h, batch, finals, weights);
   return {outputs.front(), stack_or_view(finals, 0)};
 }
 

@@ -14,12 +14,14 @@
 #include <cmath>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <string>
 #include <type_traits>
 #include <vector>
 
 #include "autograd/gradcheck.hpp"
 #include "autograd/ops.hpp"
+#include "autograd/ops_gru.hpp"
 #include "models/seq2seq.hpp"
 #include "models/text/normalize.hpp"
 #include "models/translation/corpus.hpp"
@@ -335,6 +337,121 @@ TEST_CASE("pair_loss equals the tutorial's step-by-step loss", "[seq2seq]") {
       CHECK(static_cast<double>(loss.total.item()) == Approx(expected).epsilon(1e-5));
     }
   }
+}
+
+// The gradients of every parameter after backward, by name.
+std::map<std::string, std::vector<real>> parameter_gradients(nn::Module& module) {
+  std::map<std::string, std::vector<real>> gradients;
+  for (auto& [name, parameter] : module.named_parameters()) {
+    const Tensor gradient = grad(parameter);
+    gradients[name] = gradient.defined() ? gradient.to_vector() : std::vector<real>();
+  }
+  return gradients;
+}
+
+// Largest |a − b| / (1 + |b|) over all entries of all gradients; 1 when a
+// gradient is missing from one side only.
+double largest_gradient_difference(const std::map<std::string, std::vector<real>>& a,
+                                   const std::map<std::string, std::vector<real>>& b) {
+  double worst = 0;
+  for (const auto& [name, values] : b) {
+    const std::vector<real>& other = a.at(name);
+    if (other.size() != values.size()) return 1;
+    for (size_t i = 0; i < values.size(); ++i) {
+      const double difference =
+          std::abs(double(other[i]) - double(values[i])) / (1 + std::abs(double(values[i])));
+      worst = std::max(worst, difference);
+    }
+  }
+  return worst;
+}
+
+TEST_CASE("pair_loss gradients equal the step-by-step loss's gradients", "[seq2seq]") {
+  for (const DecoderKind kind : {DecoderKind::location, DecoderKind::bahdanau}) {
+    INFO("decoder " << to_string(kind));
+    Generator generator(10);
+    Seq2Seq model(small_options(kind), generator);
+    model.eval();
+    const std::vector<int64_t> source = {3, 5, 6, kEos}, target = {2, 4, 5, kEos};
+    for (const bool teacher_forcing : {true, false}) {
+      INFO("teacher forcing " << teacher_forcing);
+      // The specification: the tutorial's loop, the decoder's whole forward()
+      // once per word, each GRU step forming its own weight gradients (no
+      // sequence weights in the memory).
+      model.zero_grad();
+      const EncoderOutput encoded = model.encoder->forward(source);
+      AttentionMemory memory = model.decoder->remember(encoded);
+      memory.gru_weights.clear();
+      Tensor hidden = encoded.hidden;
+      int64_t input = kSos;
+      Tensor expected = zeros({});
+      for (const int64_t word : target) {
+        const DecoderStep step = model.decoder->forward(input, hidden, memory);
+        expected = expected - select(select(step.log_probs, 0, 0), 0, word);
+        hidden = step.hidden;
+        input = teacher_forcing ? word : argmax(step.log_probs, 1)[0];
+        if (!teacher_forcing && input == kEos) break;
+      }
+      backward(expected);
+      const auto step_by_step = parameter_gradients(model);
+
+      model.zero_grad();
+      const PairLoss loss = model.pair_loss(source, target, teacher_forcing);
+      backward(loss.total);
+      const auto batched = parameter_gradients(model);
+      CHECK(static_cast<double>(loss.total.item()) ==
+            Approx(static_cast<double>(expected.item())).epsilon(1e-5));
+      CHECK(largest_gradient_difference(batched, step_by_step) <= 1e-5);
+    }
+  }
+}
+
+TEST_CASE("GRU steps sharing sequence weights give the per-step gradients", "[seq2seq][gru]") {
+  // Three steps of one cell with batch 2, every input requiring grad.
+  Generator generator(11);
+  const int64_t B = 2, I = 5, H = 3, T = 3;
+  const Tensor weight_ih = requires_grad_(randn({3 * H, I}, generator));
+  const Tensor weight_hh = requires_grad_(randn({3 * H, H}, generator));
+  const Tensor bias_ih = requires_grad_(randn({3 * H}, generator));
+  const Tensor bias_hh = requires_grad_(randn({3 * H}, generator));
+  const Tensor h0 = requires_grad_(randn({B, H}, generator));
+  std::vector<Tensor> xs;
+  for (int64_t t = 0; t < T; ++t) xs.push_back(requires_grad_(randn({B, I}, generator)));
+  const Tensor readout = randn({B, H}, generator);
+  const std::vector<Tensor> inputs = {weight_ih, weight_hh, bias_ih, bias_hh,
+                                      h0,        xs[0],     xs[1],   xs[2]};
+
+  auto gradients = [&](bool shared) {
+    for (const Tensor& t : inputs) zero_grad(t);
+    const GruWeights weights = gru_weights(weight_ih, weight_hh, bias_ih, bias_hh);
+    CHECK(weights.token.defined());
+    Tensor h = h0, total = zeros({});
+    for (const Tensor& x : xs) {
+      h = shared ? gru_cell(x, h, weights) : gru_cell(x, h, weight_ih, weight_hh, bias_ih, bias_hh);
+      total = total + sum(h * readout);
+    }
+    backward(total);
+    std::vector<std::vector<real>> result;
+    for (const Tensor& t : inputs) result.push_back(grad(t).to_vector());
+    return std::make_pair(static_cast<double>(total.item()), result);
+  };
+  const auto [plain_value, plain] = gradients(false);
+  const auto [shared_value, shared] = gradients(true);
+  CHECK(shared_value == plain_value);  // the forward pass is the same arithmetic
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    INFO("input " << i);
+    REQUIRE(shared[i].size() == plain[i].size());
+    for (size_t j = 0; j < plain[i].size(); ++j) {
+      CHECK(shared[i][j] == Approx(plain[i][j]).epsilon(1e-5).margin(1e-6));
+    }
+  }
+
+  // Without recording there is no token, and the step is the plain one.
+  const NoGradGuard no_grad;
+  const GruWeights weights = gru_weights(weight_ih, weight_hh, bias_ih, bias_hh);
+  CHECK_FALSE(weights.token.defined());
+  CHECK(gru_cell(xs[0], h0, weights).to_vector() ==
+        gru_cell(xs[0], h0, weight_ih, weight_hh, bias_ih, bias_hh).to_vector());
 }
 
 TEST_CASE("sparse embedding updates give the same step as dense ones", "[seq2seq]") {

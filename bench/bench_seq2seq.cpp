@@ -1,0 +1,102 @@
+// bench/bench_seq2seq.cpp — how long does one step of the tutorial's
+// translator training take, against what this machine can do at all?
+//
+//   ./build/bench/bench_seq2seq            (the float library, one core)
+//
+// One training iteration (Trainer::train_iteration: zero_grad, encoder and
+// decoder forward, backward, SGD step, sparse embedding update) of the
+// tutorial's model at its real sizes — V_in = 3544, V_out = 2231 (the shipped
+// data's vocabularies), H = 256, L = 10 — on one fixed synthetic pair of 8
+// source and 8 target ids (EOS included, the corpus's typical lengths),
+// teacher forced so every iteration does the same work.
+//
+// It is reported against two references measured in the same process:
+//   stream — reading every parameter of the model once (the library's SIMD
+//            sum over 3 million floats): a floor on the memory traffic of a
+//            step, which must at least read and update the dense parameters;
+//   matvec — one plain scalar loop y = W x over the decoder's largest matrix,
+//            `out` (V_out × H), the per-word product a naive step repeats.
+// Each figure is the median of 15 samples of thread CPU time (not wall time,
+// so other processes sharing the core do not inflate it). Ratios, not pass/fail.
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <ctime>
+#include <vector>
+
+#include "attograd.hpp"
+#include "models/seq2seq.hpp"
+#include "models/translation/training.hpp"
+
+using namespace attograd;
+using namespace attograd::seq2seq;
+
+namespace {
+
+constexpr int kSamples = 15;
+
+double thread_seconds() {
+  timespec now{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+  return double(now.tv_sec) + 1e-9 * double(now.tv_nsec);
+}
+
+// Median seconds of one call of `work`, each sample `calls` calls.
+template <typename Work>
+double median_seconds(int64_t calls, Work&& work) {
+  std::vector<double> samples;
+  for (int s = 0; s < kSamples; ++s) {
+    const double start = thread_seconds();
+    for (int64_t i = 0; i < calls; ++i) work();
+    samples.push_back((thread_seconds() - start) / double(calls));
+  }
+  std::sort(samples.begin(), samples.end());
+  return samples[samples.size() / 2];
+}
+
+}  // namespace
+
+int main() {
+  const int64_t V_in = 3544, V_out = 2231, H = 256;
+  Generator init(1);
+  Seq2Seq model(Seq2SeqOptions(V_in, V_out).hidden_size(H), init);
+  const EncodedPair pair{{14, 215, 3, 98, 1203, 7, 5, kEos}, {22, 9, 301, 47, 1500, 6, 3, kEos}};
+  Trainer trainer(model, {pair}, TrainingOptions().teacher_forcing(1.0));
+  model.train();
+
+  // References: stream the parameters once; one scalar matvec over `out`.
+  const std::vector<Tensor> parameters = model.parameters();
+  volatile real sink = 0;
+  const double stream = median_seconds(20, [&] {
+    const NoGradGuard no_grad;
+    real total = 0;
+    for (const Tensor& p : parameters) total += sum(p).item();  // the library's SIMD sum
+    sink = total;
+  });
+  const Tensor& out = std::dynamic_pointer_cast<AttnDecoderRNN>(model.decoder)->out->weight;
+  std::vector<real> x(H, real(0.5)), y(V_out);
+  const double matvec = median_seconds(50, [&] {
+    const real* w = out.data();
+    for (int64_t j = 0; j < V_out; ++j) {
+      real total = 0;
+      for (int64_t k = 0; k < H; ++k) total += w[j * H + k] * x[k];
+      y[j] = total;
+    }
+    sink = y[0];
+  });
+
+  int64_t iteration = 0;
+  for (int i = 0; i < 5; ++i) trainer.train_iteration(++iteration);  // warm up
+  const double step = median_seconds(10, [&] { trainer.train_iteration(++iteration); });
+
+  fmt::print(
+      "seq2seq training iteration (H = {}, V_in = {}, V_out = {}, {} parameters, 8 + 8 words, "
+      "one thread, {})\n",
+      H, V_in, V_out, model.parameter_count(), kernels::simd_description());
+  fmt::print("  one iteration            {:8.3f} ms\n", 1e3 * step);
+  fmt::print("  stream all parameters    {:8.3f} ms   iteration = {:6.1f} x this\n", 1e3 * stream,
+             step / stream);
+  fmt::print("  scalar matvec over out   {:8.3f} ms   iteration = {:6.1f} x this\n", 1e3 * matvec,
+             step / matvec);
+  return 0;
+}
