@@ -256,6 +256,11 @@ int run_batched_train(const BatchedTrainFlags& flags) {
   if (flags.threads > 0) parallel::set_num_threads(static_cast<int>(flags.threads));
 
   // Everything that can fail on bad input happens before anything is written.
+  const std::optional<std::string> drawn_text = text::preprocess_d2l(flags.attention_sentence);
+  check(drawn_text.has_value() && !text::split_words(*drawn_text).empty(),
+        "--attention-sentence '{}' has no words to translate; give a sentence such as \"i'm "
+        "home .\"",
+        flags.attention_sentence);
   const text::PairSet set = read_data(flags.data, flags.direction);
   text::require_pairs(set.pairs, set.report, "to train on");
   const text::BatchedData data = text::prepare_batched_data(

@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/program.hpp"
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -36,75 +38,12 @@ const std::vector<std::string> kPictures = {"nw_fit_average.svg",
                                             "nw_attention_learned.svg",
                                             "nw_kernels.svg"};
 
-// A fresh folder under the system's temporary folder, removed afterwards.
-struct TemporaryFolder {
-  fs::path path;
-  TemporaryFolder() {
-    static int counter = 0;
-    path = fs::temp_directory_path() / fmt::format("attograd_nw_cli_{}_{}", ::getpid(), counter++);
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TemporaryFolder() {
-    std::error_code ignored;
-    fs::remove_all(path, ignored);
-  }
-};
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-std::string quoted(const std::string& text) {
-  std::string out = "'";
-  for (char c : text) {
-    if (c == '\'') {
-      out.append("'\\''");
-    } else {
-      out.push_back(c);
-    }
-  }
-  out.push_back('\'');
-  return out;
-}
-
-struct Run {
-  int status = -1;
-  std::string out;
-  std::string err;
-};
-
-// Runs the program with `arguments`; stdout and stderr go to files in `scratch`.
-Run run(const std::vector<std::string>& arguments, const fs::path& scratch) {
-  INFO("the example binary " << kBinary.string()
-                             << " is missing: build the nw_regression target "
-                                "(cmake --build <dir> --target nw_regression) "
-                                "before running the tests");
-  REQUIRE(fs::exists(kBinary));
-  std::string command = quoted(kBinary.string());
-  // Appended piece by piece: GCC 12 warns falsely (-Wrestrict) on "literal" + std::string.
-  for (const std::string& argument : arguments) command.append(" ").append(quoted(argument));
-  const fs::path out = scratch / "stdout.txt";
-  const fs::path err = scratch / "stderr.txt";
-  command.append(" > ").append(quoted(out.string()));
-  command.append(" 2> ").append(quoted(err.string())).append(" < /dev/null");
-  const int raw = std::system(command.c_str());
-  Run result;
-  result.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  result.out = read_file(out);
-  result.err = read_file(err);
-  fs::remove(out);
-  fs::remove(err);
-  return result;
-}
-
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
+namespace support = attograd::testing;
+using support::lines_of;
+using support::read_file;
+using support::TemporaryFolder;
+using Run = support::ProgramRun;
+const support::Program run(kBinary);
 
 // What the checks need from a parsed SVG: per series (data-name) its kind and
 // how many points or circles it has, the text, and the heatmap's cell count.

@@ -29,6 +29,8 @@
 
 #include "nn/safetensors.hpp"
 #include "tensor/shape.hpp"
+#include "tests/support/picture.hpp"
+#include "tests/support/program.hpp"
 
 namespace fs = std::filesystem;
 using Catch::Matchers::Contains;
@@ -39,72 +41,16 @@ const fs::path kBinary = fs::path(ATTOGRAD_BINARY_DIR) / "examples" / "translate
 const fs::path kShippedData = fs::path(ATTOGRAD_SOURCE_DIR) / "data" / "eng-fra.tsv";
 constexpr bool kFloatBuild = std::is_same_v<attograd::real, float>;
 
-struct TemporaryFolder {
-  fs::path path;
-  TemporaryFolder() {
-    static int counter = 0;
-    path = fs::temp_directory_path() / ("attograd_translate_cli_" + std::to_string(::getpid()) +
-                                        "_" + std::to_string(counter++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TemporaryFolder() {
-    std::error_code ignored;
-    fs::remove_all(path, ignored);
-  }
-};
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-void write_file(const fs::path& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-}
-
-std::string quoted(const std::string& text) {
-  std::string out = "'";
-  for (char c : text) out.append(c == '\'' ? std::string("'\\''") : std::string(1, c));
-  return out.append("'");
-}
-
-struct Run {
-  int status = -1;
-  std::string out;
-  std::string err;
-};
-
-// Runs the program with `arguments` and `input` on stdin.
-Run run(const std::vector<std::string>& arguments, const fs::path& scratch,
-        const std::string& input = "") {
-  INFO("the example binary " << kBinary.string()
-                             << " is missing: build the translate target before the tests");
-  REQUIRE(fs::exists(kBinary));
-  const fs::path in = scratch / "stdin.txt", out = scratch / "stdout.txt",
-                 err = scratch / "stderr.txt";
-  write_file(in, input);
-  std::string command = quoted(kBinary.string());
-  for (const std::string& argument : arguments) command.append(" ").append(quoted(argument));
-  command.append(" < ").append(quoted(in.string()));
-  command.append(" > ").append(quoted(out.string()));
-  command.append(" 2> ").append(quoted(err.string()));
-  const int raw = std::system(command.c_str());
-  Run result;
-  result.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  result.out = read_file(out);
-  result.err = read_file(err);
-  for (const fs::path& file : {in, out, err}) fs::remove(file);
-  return result;
-}
-
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
+namespace support = attograd::testing;
+using support::lines_of;
+using support::parse_picture;
+using support::Picture;
+using support::read_file;
+using support::require_one_line_error;
+using support::TemporaryFolder;
+using support::write_file;
+using Run = support::ProgramRun;
+const support::Program run(kBinary);
 
 // A small data file: the first `count` short lines of the shipped file whose
 // English starts with `prefix` (so they pass the tutorial's filter), and a
@@ -125,67 +71,6 @@ fs::path small_data(const fs::path& folder, size_t count, const std::string& ext
   const fs::path path = folder / name;
   write_file(path, text + extra);
   return path;
-}
-
-// A picture parsed with expat: well-formed, with its heatmap cells and texts.
-struct Picture {
-  bool well_formed = false;
-  size_t heatmap_cells = 0;
-  size_t polyline_points = 0;
-  std::vector<std::string> texts;
-  bool has_text(const std::string& wanted) const {
-    for (const std::string& text : texts) {
-      if (text == wanted) return true;
-    }
-    return false;
-  }
-};
-
-Picture parse_picture(const fs::path& path) {
-  struct State {
-    Picture picture;
-    std::vector<std::string> groups;
-    bool in_text = false;
-  } state;
-  const std::string svg = read_file(path);
-  XML_Parser parser = XML_ParserCreate("UTF-8");
-  XML_SetUserData(parser, &state);
-  XML_SetElementHandler(
-      parser,
-      [](void* data, const XML_Char* name, const XML_Char** attributes) {
-        auto& state = *static_cast<State*>(data);
-        const std::string tag = name;
-        std::string group_class;
-        std::string points;
-        for (int i = 0; attributes[i] != nullptr; i += 2) {
-          if (std::string(attributes[i]) == "class") group_class = attributes[i + 1];
-          if (std::string(attributes[i]) == "points") points = attributes[i + 1];
-        }
-        const bool in_heatmap = !state.groups.empty() && state.groups.back().find("heatmap") == 0;
-        if (tag == "g") state.groups.push_back(group_class);
-        if (tag == "rect" && in_heatmap) ++state.picture.heatmap_cells;
-        if (tag == "polyline") {
-          std::istringstream stream(points);
-          for (std::string point; stream >> point;) ++state.picture.polyline_points;
-        }
-        if (tag == "text" || tag == "tspan") {
-          state.picture.texts.emplace_back();
-          state.in_text = true;
-        }
-      },
-      [](void* data, const XML_Char* name) {
-        auto& state = *static_cast<State*>(data);
-        if (std::string(name) == "g") state.groups.pop_back();
-        if (std::string(name) == "text") state.in_text = false;
-      });
-  XML_SetCharacterDataHandler(parser, [](void* data, const XML_Char* text, int length) {
-    auto& state = *static_cast<State*>(data);
-    if (state.in_text) state.picture.texts.back().append(text, static_cast<size_t>(length));
-  });
-  state.picture.well_formed =
-      XML_Parse(parser, svg.data(), static_cast<int>(svg.size()), 1) != XML_STATUS_ERROR;
-  XML_ParserFree(parser);
-  return state.picture;
 }
 
 // The flags of a quick run: a small model on a small file.
@@ -217,15 +102,6 @@ std::vector<std::string> with(std::vector<std::string> arguments,
                               const std::vector<std::string>& more) {
   arguments.insert(arguments.end(), more.begin(), more.end());
   return arguments;
-}
-
-// The one error line of a failed run.
-void require_one_line_error(const Run& result) {
-  INFO("stderr: " << result.err);
-  CHECK(result.status == 2);
-  const std::vector<std::string> lines = lines_of(result.err);
-  REQUIRE(lines.size() == 1);
-  CHECK(lines[0].rfind("error: ", 0) == 0);
 }
 
 }  // namespace

@@ -3,7 +3,9 @@
 // Shapes and PyTorch's parameter names; d2l's Xavier initialisation; padding
 // that changes nothing (neither the loss nor any gradient, on the source side
 // or the target side); a batch of one that equals the unpadded sentence and
-// the same row inside a bigger batch; a short training run that overfits 64
+// the same row inside a bigger batch; every row of a padded batch against a
+// scalar reference of d2l's model written out with plain loops (the
+// unbatched path, independent of the batched code); a short training run that overfits 64
 // pairs of the shipped data and translates them back; runs that repeat
 // exactly for a fixed seed, with 1 or 2 threads; and errors that name the
 // layer, the shapes and the values.
@@ -85,6 +87,118 @@ text::BatchedData shipped_pairs(int64_t count) {
   return text::prepare_batched_data(set.pairs, text::BatchedDataOptions().num_examples(count));
 }
 
+// ---------------------------------------------------------------- a scalar reference
+
+// A matrix parameter read out in double: rows × cols, row-major.
+struct Matrix {
+  int64_t rows = 0, cols = 0;
+  std::vector<double> values;
+  double operator()(int64_t r, int64_t c) const { return values[r * cols + c]; }
+};
+
+Matrix matrix(const Tensor& t) {
+  REQUIRE(t.dim() == 2);
+  const std::vector<real> v = t.to_vector();
+  return {t.shape()[0], t.shape()[1], std::vector<double>(v.begin(), v.end())};
+}
+
+std::vector<double> vector_of(const Tensor& t) {
+  const std::vector<real> v = t.to_vector();
+  return {v.begin(), v.end()};
+}
+
+// y = W x (+ b)
+std::vector<double> affine(const Matrix& W, const std::vector<double>& x,
+                           const std::vector<double>& b = {}) {
+  REQUIRE(static_cast<int64_t>(x.size()) == W.cols);
+  std::vector<double> y(static_cast<size_t>(W.rows), 0.0);
+  for (int64_t r = 0; r < W.rows; ++r) {
+    double total = b.empty() ? 0.0 : b[r];
+    for (int64_t c = 0; c < W.cols; ++c) total += W(r, c) * x[c];
+    y[r] = total;
+  }
+  return y;
+}
+
+double sigmoid(double x) { return 1 / (1 + std::exp(-x)); }
+
+// PyTorch's GRU cell, gates r, z, n:
+//   r = σ(W_ir x + b_ir + W_hr h + b_hr),  z = σ(W_iz x + b_iz + W_hz h + b_hz)
+//   n = tanh(W_in x + b_in + r ⊙ (W_hn h + b_hn)),  h' = (1 − z) ⊙ n + z ⊙ h
+std::vector<double> gru_cell(const nn::GRU::LayerWeights& layer, const std::vector<double>& x,
+                             const std::vector<double>& h) {
+  const std::vector<double> gi = affine(matrix(layer.weight_ih), x, vector_of(layer.bias_ih));
+  const std::vector<double> gh = affine(matrix(layer.weight_hh), h, vector_of(layer.bias_hh));
+  const size_t H = h.size();
+  std::vector<double> next(H);
+  for (size_t j = 0; j < H; ++j) {
+    const double r = sigmoid(gi[j] + gh[j]);
+    const double z = sigmoid(gi[H + j] + gh[H + j]);
+    const double n = std::tanh(gi[2 * H + j] + r * gh[2 * H + j]);
+    next[j] = (1 - z) * n + z * h[j];
+  }
+  return next;
+}
+
+std::vector<double> embedding_row(const Tensor& weight, int64_t id) {
+  return vector_of(select(weight, 0, id));
+}
+
+// d2l's model on one sentence pair, written out with scalar loops from the
+// textbook's description and independent of the library's batched code:
+// no padding, no masks, no batch axis. Returns Σ_t −log p(target_t) with
+// teacher forcing (<bos>, then the target shifted right). No dropout.
+double reference_pair_loss(const BatchedSeq2Seq& model, const std::vector<int64_t>& source,
+                           const std::vector<int64_t>& target) {
+  const int64_t L = model.options().num_layers(), H = model.options().hidden_size();
+  const auto& encoder_layers = model.encoder->rnn->layers();
+  const auto& decoder_layers = model.decoder->rnn->layers();
+  // Encoder: every layer's state after each real token; outputs are the top layer's.
+  std::vector<std::vector<double>> state(L, std::vector<double>(H, 0.0));
+  std::vector<std::vector<double>> outputs;
+  for (int64_t id : source) {
+    std::vector<double> x = embedding_row(model.encoder->embedding->weight, id);
+    for (int64_t l = 0; l < L; ++l) x = state[l] = gru_cell(encoder_layers[l], x, state[l]);
+    outputs.push_back(x);
+  }
+  const Matrix W_k = matrix(model.decoder->attention->W_k->weight);
+  const Matrix W_q = matrix(model.decoder->attention->W_q->weight);
+  const std::vector<double> w_v = vector_of(model.decoder->attention->w_v->weight);
+  const Matrix dense = matrix(model.decoder->dense->weight);
+  const std::vector<double> dense_bias = vector_of(model.decoder->dense->bias);
+  // Decoder: starts from the encoder's final state of every layer.
+  double total = 0;
+  int64_t input = kBos;
+  for (int64_t wanted : target) {
+    // Additive attention, query = top layer's state, keys = values = encoder outputs.
+    const std::vector<double> query = affine(W_q, state[L - 1]);
+    std::vector<double> scores;
+    for (const std::vector<double>& key : outputs) {
+      const std::vector<double> projected = affine(W_k, key);
+      double score = 0;
+      for (int64_t j = 0; j < H; ++j) score += w_v[j] * std::tanh(query[j] + projected[j]);
+      scores.push_back(score);
+    }
+    const double largest = *std::max_element(scores.begin(), scores.end());
+    double norm = 0;
+    for (double s : scores) norm += std::exp(s - largest);
+    std::vector<double> x(static_cast<size_t>(H), 0.0);  // the context, then the embedding
+    for (size_t s = 0; s < outputs.size(); ++s) {
+      const double alpha = std::exp(scores[s] - largest) / norm;
+      for (int64_t j = 0; j < H; ++j) x[j] += alpha * outputs[s][j];
+    }
+    const std::vector<double> embedded = embedding_row(model.decoder->embedding->weight, input);
+    x.insert(x.end(), embedded.begin(), embedded.end());
+    for (int64_t l = 0; l < L; ++l) x = state[l] = gru_cell(decoder_layers[l], x, state[l]);
+    const std::vector<double> logits = affine(dense, state[L - 1], dense_bias);
+    const double top = *std::max_element(logits.begin(), logits.end());
+    double partition = 0;
+    for (double z : logits) partition += std::exp(z - top);
+    total += top + std::log(partition) - logits[wanted];
+    input = wanted;
+  }
+  return total;
+}
 }  // namespace
 
 TEST_CASE("BatchedSeq2Seq: shapes, masks and PyTorch's parameter names", "[batched_seq2seq]") {
@@ -210,6 +324,41 @@ TEST_CASE("BatchedSeq2Seq: a batch of one equals the unpadded sentence and its r
   CHECK(losses.at({0}) == Approx(one.loss).epsilon(kClose));
 }
 
+TEST_CASE("BatchedSeq2Seq: each row of a padded batch has the loss of a scalar reference model",
+          "[batched_seq2seq]") {
+  // The unbatched path written out by hand (reference_pair_loss) against the
+  // batched model on the same weights: a batch of one padded to T = 8, and
+  // each row of a batch of three. d2l's loss_b = (1/T) Σ_{t < valid} −log p.
+  Generator generator(11);
+  BatchedSeq2Seq model(small_options(), generator);
+  // Sharper attention than at initialisation, so that a wrong query, key or
+  // context moves the loss far more than float rounding does.
+  for (nn::Linear* layer :
+       {model.decoder->attention->W_q.get(), model.decoder->attention->W_k.get(),
+        model.decoder->attention->w_v.get()}) {
+    NoGradGuard no_grad;
+    layer->weight.copy_from(layer->weight * real(4));
+  }
+  const std::vector<std::vector<int64_t>> sources = {
+      {3, 4, 5, kEos}, {6, kEos}, {7, 8, 7, 8, 9, 10, kEos}};
+  const std::vector<std::vector<int64_t>> targets = {
+      {9, 10, kEos}, {11, 12, 13, 14, kEos}, {5, kEos}};
+  // Float rounding moved the loss by under 4e-8 (relative); taking the query
+  // from the bottom layer instead of the top one moved it by 2e-5 to 2e-4.
+  const double tolerance = std::is_same_v<real, double> ? 1e-10 : 2e-6;
+  constexpr int64_t T = 8;
+  const Tensor one = model.loss(padded({sources[0]}, T), padded({targets[0]}, T));
+  CHECK(double(one.at({0})) * T ==
+        Approx(reference_pair_loss(model, sources[0], targets[0])).epsilon(tolerance));
+  const Tensor batch = model.loss(padded(sources, T), padded(targets, T));
+  REQUIRE(batch.shape() == Shape{3});
+  for (int64_t b = 0; b < 3; ++b) {
+    INFO("row " << b);
+    CHECK(double(batch.at({b})) * T ==
+          Approx(reference_pair_loss(model, sources[b], targets[b])).epsilon(tolerance));
+  }
+}
+
 TEST_CASE("BatchedSeq2Seq: a short training run overfits 64 pairs and translates them back",
           "[batched_seq2seq][slow]") {
   const text::BatchedData data = shipped_pairs(64);
@@ -227,7 +376,7 @@ TEST_CASE("BatchedSeq2Seq: a short training run overfits 64 pairs and translates
   CHECK(report.final_loss < 0.03);  // the first epoch is near log(V)/T ≈ 0.33
   CHECK(report.final_loss < 0.1 * report.epochs.front().loss);
   CHECK(report.tokens == kEpochs * std::accumulate(data.target.valid_lengths.begin(),
-                                               data.target.valid_lengths.end(), int64_t{0}));
+                                                   data.target.valid_lengths.end(), int64_t{0}));
 
   // Greedy translations of the training sentences give one of their references.
   std::vector<text::SentencePair> pairs;

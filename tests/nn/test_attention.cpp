@@ -252,6 +252,28 @@ TEST_CASE("AdditiveAttention: a hand-computed case, and PyTorch's parameter name
   check_values(out, {10 * w[0] + 20 * w[1]});
 }
 
+TEST_CASE("AdditiveAttention: W_q acts on queries and W_k on keys, by hand", "[attention]") {
+  // Different maps for queries and keys, so a swap of the two shows:
+  // W_q = 2·I, W_k = [[0, 1], [1, 0]], w_v = (1, −0.5).
+  nn::AdditiveAttention attention(nn::AdditiveAttentionOptions(2, 2, 2));
+  attention.W_q->weight.copy_from(eye(2) * real(2));
+  attention.W_k->weight.copy_from(from_vector({0, 1, 1, 0}, {2, 2}));
+  attention.w_v->weight.copy_from(from_vector({1, -0.5}, {1, 2}));
+  const std::vector<double> q = {0.3, -0.2};
+  const std::vector<std::vector<double>> keys = {{1, 0}, {0.5, -1}, {-0.4, 0.8}};
+  std::vector<double> scores;
+  for (const std::vector<double>& k : keys) {
+    // W_q q = (0.6, −0.4); W_k k = (k₂, k₁).
+    scores.push_back(std::tanh(2 * q[0] + k[1]) - 0.5 * std::tanh(2 * q[1] + k[0]));
+  }
+  const Tensor out = attention.forward(from_doubles(q, {1, 1, 2}),
+                                       from_doubles({1, 0, 0.5, -1, -0.4, 0.8}, {1, 3, 2}),
+                                       from_doubles({1, 10, 100}, {1, 3, 1}), {3});
+  const std::vector<double> w = prefix_softmax(scores, 3);
+  check_values(attention.attention_weights(), w);
+  check_values(out, {w[0] + 10 * w[1] + 100 * w[2]});
+}
+
 TEST_CASE("AdditiveAttention: project_keys once gives the same as forward", "[attention]") {
   Generator generator(6);
   nn::AdditiveAttention attention(nn::AdditiveAttentionOptions(3, 5, 4), generator);
