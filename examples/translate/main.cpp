@@ -28,9 +28,6 @@
 #include <string>
 #include <vector>
 
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
 
 #include "examples/common/cli.hpp"
 #include "examples/common/svg_plot.hpp"
@@ -491,16 +488,6 @@ std::string recipe_from_arguments(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-#if defined(__GLIBC__)
-  // Every iteration allocates and frees the same few hundred kilobyte-sized
-  // gradient buffers. glibc would hand the freed top of the heap back to the
-  // kernel and fault it in again on the next iteration; keeping it (and
-  // serving such blocks from the heap rather than fresh mmaps) removes about
-  // a third of the time of an iteration.
-  mallopt(M_TRIM_THRESHOLD, 256 << 20);
-  mallopt(M_MMAP_THRESHOLD, 64 << 20);
-  mallopt(M_TOP_PAD, 64 << 20);
-#endif
   TrainFlags train;
   TranslateFlags translate;
   EvalFlags eval;
