@@ -18,10 +18,10 @@
 namespace attograd {
 
 struct GradcheckOptions {
-  double epsilon = 1e-6;    // finite-difference step
-  double absolute = 1e-6;   // pass when |analytic − numeric| ≤ absolute + relative·|numeric|
+  double epsilon = 1e-6;   // finite-difference step
+  double absolute = 1e-6;  // pass when |analytic − numeric| ≤ absolute + relative·|numeric|
   double relative = 1e-5;
-  uint64_t seed = 1234;     // for the projection R
+  uint64_t seed = 1234;  // for the projection R
 };
 
 struct GradcheckResult {

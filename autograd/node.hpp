@@ -24,7 +24,7 @@ struct Node {
   // engine sums broadcast axes away), or an undefined Tensor for "no gradient".
   using BackwardFn = std::function<std::vector<Tensor>(const Tensor& grad_output)>;
 
-  const char* name = "";      // the op, e.g. "matmul"; shown in error messages
+  const char* name = "";       // the op, e.g. "matmul"; shown in error messages
   std::vector<Tensor> inputs;  // what this node's gradients flow into
   BackwardFn backward;
   bool released = false;  // set when backward() frees the graph

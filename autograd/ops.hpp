@@ -70,8 +70,8 @@ Tensor transpose(const Tensor& x, int64_t axis0, int64_t axis1);
 Tensor permute(const Tensor& x, const std::vector<int64_t>& order);
 Tensor squeeze(const Tensor& x, int64_t axis);
 Tensor unsqueeze(const Tensor& x, int64_t axis);
-Tensor expand(const Tensor& x, const Shape& shape);      // broadcast view, no copy
-Tensor repeat(const Tensor& x, const Shape& repeats);    // tile, like torch.Tensor.repeat
+Tensor expand(const Tensor& x, const Shape& shape);    // broadcast view, no copy
+Tensor repeat(const Tensor& x, const Shape& repeats);  // tile, like torch.Tensor.repeat
 Tensor repeat_interleave(const Tensor& x, int64_t repeats, int64_t axis);
 Tensor narrow(const Tensor& x, int64_t axis, int64_t start, int64_t length);
 Tensor slice(const Tensor& x, int64_t axis, int64_t start, int64_t end, int64_t step = 1);

@@ -73,7 +73,9 @@ Tensor add(const Tensor& a, const Tensor& b) {
 // y = a − b          da = dy,  db = −dy
 Tensor sub(const Tensor& a, const Tensor& b) {
   Tensor y = detail::binary_values(Binary::sub, "sub", a, b);
-  return record("sub", y, {a, b}, [](const Tensor& dy) { return std::vector<Tensor>{dy, neg(dy)}; });
+  return record("sub", y, {a, b}, [](const Tensor& dy) {
+    return std::vector<Tensor>{dy, neg(dy)};
+  });
 }
 
 // y = a ⊙ b          da = dy ⊙ b,  db = dy ⊙ a
@@ -113,13 +115,13 @@ Tensor unary(Unary op, const char* name, const Tensor& x_in) {
 
 }  // namespace
 
-Tensor neg(const Tensor& x) { return unary(Unary::neg, "neg", x); }          // dx = −dy
-Tensor exp(const Tensor& x) { return unary(Unary::exp, "exp", x); }          // dx = dy ⊙ y
-Tensor log(const Tensor& x) { return unary(Unary::log, "log", x); }          // dx = dy ⊘ x
-Tensor sqrt(const Tensor& x) { return unary(Unary::sqrt, "sqrt", x); }       // dx = dy ⊘ 2y
-Tensor sin(const Tensor& x) { return unary(Unary::sin, "sin", x); }          // dx = dy ⊙ cos x
-Tensor cos(const Tensor& x) { return unary(Unary::cos, "cos", x); }          // dx = −dy ⊙ sin x
-Tensor tanh(const Tensor& x) { return unary(Unary::tanh, "tanh", x); }       // dx = dy ⊙ (1 − y²)
+Tensor neg(const Tensor& x) { return unary(Unary::neg, "neg", x); }     // dx = −dy
+Tensor exp(const Tensor& x) { return unary(Unary::exp, "exp", x); }     // dx = dy ⊙ y
+Tensor log(const Tensor& x) { return unary(Unary::log, "log", x); }     // dx = dy ⊘ x
+Tensor sqrt(const Tensor& x) { return unary(Unary::sqrt, "sqrt", x); }  // dx = dy ⊘ 2y
+Tensor sin(const Tensor& x) { return unary(Unary::sin, "sin", x); }     // dx = dy ⊙ cos x
+Tensor cos(const Tensor& x) { return unary(Unary::cos, "cos", x); }     // dx = −dy ⊙ sin x
+Tensor tanh(const Tensor& x) { return unary(Unary::tanh, "tanh", x); }  // dx = dy ⊙ (1 − y²)
 Tensor sigmoid(const Tensor& x) { return unary(Unary::sigmoid, "sigmoid", x); }  // dy ⊙ y(1 − y)
 Tensor relu(const Tensor& x) { return unary(Unary::relu, "relu", x); }  // dy where x > 0, else 0
 

@@ -49,8 +49,8 @@ Tensor index_select(const Tensor& x, int64_t axis_in, const std::vector<int64_t>
   const AxisSplit split = split_at(x.shape(), axis);
   for (int64_t index : indices) {
     check(0 <= index && index < split.n,
-          "index_select: index {} out of range for axis {} of shape {} (valid: 0..{})", index,
-          axis, x.shape(), split.n - 1);
+          "index_select: index {} out of range for axis {} of shape {} (valid: 0..{})", index, axis,
+          x.shape(), split.n - 1);
   }
   const Tensor values = x.contiguous_data();
   const auto count = static_cast<int64_t>(indices.size());
@@ -63,17 +63,18 @@ Tensor index_select(const Tensor& x, int64_t axis_in, const std::vector<int64_t>
                   y.data() + (o * count + i) * split.inner);
     }
   }
-  return record("index_select", y, {x}, [split, count, indices, x_shape = x.shape()](const Tensor& dy_in) {
-    const Tensor dy = dy_in.contiguous_data();
-    Tensor dx = zeros(x_shape);
-    for (int64_t o = 0; o < split.outer; ++o) {
-      for (int64_t i = 0; i < count; ++i) {
-        kernels::accumulate(dx.data() + (o * split.n + indices[i]) * split.inner,
-                            dy.data() + (o * count + i) * split.inner, split.inner);
-      }
-    }
-    return std::vector<Tensor>{dx};
-  });
+  return record("index_select", y, {x},
+                [split, count, indices, x_shape = x.shape()](const Tensor& dy_in) {
+                  const Tensor dy = dy_in.contiguous_data();
+                  Tensor dx = zeros(x_shape);
+                  for (int64_t o = 0; o < split.outer; ++o) {
+                    for (int64_t i = 0; i < count; ++i) {
+                      kernels::accumulate(dx.data() + (o * split.n + indices[i]) * split.inner,
+                                          dy.data() + (o * count + i) * split.inner, split.inner);
+                    }
+                  }
+                  return std::vector<Tensor>{dx};
+                });
 }
 
 // y[p] = x[p with its `axis` coordinate replaced by index[p]]  (torch.gather)
@@ -129,16 +130,15 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, real value) {
     y.data()[p] = value;
     keep.data()[p] = 0;
   }
-  return record("masked_fill", y, {x}, [keep](const Tensor& dy) {
-    return std::vector<Tensor>{mul(dy, keep)};
-  });
+  return record("masked_fill", y, {x},
+                [keep](const Tensor& dy) { return std::vector<Tensor>{mul(dy, keep)}; });
 }
 
 // y = the entries of x where mask ≠ 0, as 1-D     dx = zeros with dy put back
 Tensor masked_select(const Tensor& x, const Tensor& mask) {
   detail::check_defined("masked_select", x);
-  auto positions = std::make_shared<std::vector<int64_t>>(
-      mask_positions("masked_select", mask, x.shape()));
+  auto positions =
+      std::make_shared<std::vector<int64_t>>(mask_positions("masked_select", mask, x.shape()));
   const Tensor values = x.contiguous_data();
   Tensor y = Tensor::empty({static_cast<int64_t>(positions->size())});
   for (size_t i = 0; i < positions->size(); ++i) y.data()[i] = values.data()[(*positions)[i]];

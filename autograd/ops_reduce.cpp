@@ -100,8 +100,8 @@ Tensor mean(const Tensor& x) {
 Tensor max(const Tensor& x, int64_t axis_in, bool keepdim) {
   detail::check_defined("max", x);
   const int64_t axis = normalize_axis("max", axis_in, x.dim());
-  check(x.shape()[axis] > 0, "max: axis {} of shape {} is empty; a maximum needs an element",
-        axis, x.shape());
+  check(x.shape()[axis] > 0, "max: axis {} of shape {} is empty; a maximum needs an element", axis,
+        x.shape());
   const Tensor values = x.contiguous_data();
   const AxisSplit split = split_at(x.shape(), axis);
   Shape keep_shape = x.shape();
@@ -111,17 +111,18 @@ Tensor max(const Tensor& x, int64_t axis_in, bool keepdim) {
   kernels::max_axis_forward(out.data(), argmax->data(), values.data(), split.outer, split.n,
                             split.inner);
   if (!keepdim) out = with_shape(out, drop_axes(keep_shape, {axis}));
-  return record("max", out, {x}, [split, argmax, keep_shape, x_shape = x.shape()](const Tensor& dy_in) {
-    const Tensor dy = reshape(dy_in, keep_shape).contiguous_data();
-    Tensor dx = zeros(x_shape);
-    for (int64_t o = 0; o < split.outer; ++o) {
-      for (int64_t j = 0; j < split.inner; ++j) {
-        const int64_t k = (*argmax)[o * split.inner + j];
-        dx.data()[(o * split.n + k) * split.inner + j] = dy.data()[o * split.inner + j];
-      }
-    }
-    return std::vector<Tensor>{dx};
-  });
+  return record(
+      "max", out, {x}, [split, argmax, keep_shape, x_shape = x.shape()](const Tensor& dy_in) {
+        const Tensor dy = reshape(dy_in, keep_shape).contiguous_data();
+        Tensor dx = zeros(x_shape);
+        for (int64_t o = 0; o < split.outer; ++o) {
+          for (int64_t j = 0; j < split.inner; ++j) {
+            const int64_t k = (*argmax)[o * split.inner + j];
+            dx.data()[(o * split.n + k) * split.inner + j] = dy.data()[o * split.inner + j];
+          }
+        }
+        return std::vector<Tensor>{dx};
+      });
 }
 
 Tensor max(const Tensor& x) {

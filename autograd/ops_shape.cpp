@@ -90,8 +90,8 @@ Tensor contiguous(const Tensor& x) {
 Tensor permute(const Tensor& x, const std::vector<int64_t>& order_in) {
   detail::check_defined("permute", x);
   check(static_cast<int64_t>(order_in.size()) == x.dim(),
-        "permute: order has {} axes but the tensor of shape {} has {}", order_in.size(),
-        x.shape(), x.dim());
+        "permute: order has {} axes but the tensor of shape {} has {}", order_in.size(), x.shape(),
+        x.dim());
   std::vector<int64_t> order;
   for (int64_t axis : order_in) order.push_back(normalize_axis("permute", axis, x.dim()));
   std::vector<int64_t> inverse(order.size(), -1);
@@ -106,9 +106,8 @@ Tensor permute(const Tensor& x, const std::vector<int64_t>& order_in) {
     strides[i] = x.strides()[order[i]];
   }
   Tensor y = view_of(x, shape, strides, x.offset());
-  return record("permute", y, {x}, [inverse](const Tensor& dy) {
-    return std::vector<Tensor>{permute(dy, inverse)};
-  });
+  return record("permute", y, {x},
+                [inverse](const Tensor& dy) { return std::vector<Tensor>{permute(dy, inverse)}; });
 }
 
 Tensor transpose(const Tensor& x, int64_t axis0, int64_t axis1) {
@@ -218,10 +217,10 @@ Tensor repeat_interleave(const Tensor& x, int64_t repeats, int64_t axis_in) {
   Shape result = x.shape();
   result[axis] *= repeats;
   Tensor y = reshape(view_of(detach(x), factored, strides, x.offset()).clone_data(), result);
-  return record("repeat_interleave", y, {x},
-                [factored, axis, x_shape = x.shape()](const Tensor& dy) {
-                  return std::vector<Tensor>{reshape(sum(reshape(dy, factored), {axis + 1}), x_shape)};
-                });
+  return record(
+      "repeat_interleave", y, {x}, [factored, axis, x_shape = x.shape()](const Tensor& dy) {
+        return std::vector<Tensor>{reshape(sum(reshape(dy, factored), {axis + 1}), x_shape)};
+      });
 }
 
 // Entries start, start+step, … (< end) along `axis`; negative start/end count
@@ -300,7 +299,8 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t axis_in) {
   for (const Tensor& t : tensors) lengths.push_back(t.shape()[axis]);
   return record("cat", y, tensors, [axis, starts, lengths](const Tensor& dy) {
     std::vector<Tensor> grads;
-    for (size_t i = 0; i < starts.size(); ++i) grads.push_back(narrow(dy, axis, starts[i], lengths[i]));
+    for (size_t i = 0; i < starts.size(); ++i)
+      grads.push_back(narrow(dy, axis, starts[i], lengths[i]));
     return grads;
   });
 }

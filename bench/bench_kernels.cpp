@@ -24,10 +24,10 @@
 #include <functional>
 #include <string>
 #include <vector>
-#include "tensor/xsimd.hpp"
 
 #include "attograd.hpp"
 #include "tensor/parallel.hpp"
+#include "tensor/xsimd.hpp"
 
 using namespace attograd;
 

@@ -68,8 +68,8 @@ Tensor tensor(std::initializer_list<std::initializer_list<real>> rows) {
   std::vector<real> values;
   for (const auto& row : rows) {
     check(static_cast<int64_t>(row.size()) == column_count,
-          "tensor: ragged rows ({} and {} values); every row needs the same length",
-          column_count, row.size());
+          "tensor: ragged rows ({} and {} values); every row needs the same length", column_count,
+          row.size());
     values.insert(values.end(), row.begin(), row.end());
   }
   return from_vector(values, {row_count, column_count});

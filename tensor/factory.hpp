@@ -36,8 +36,8 @@ Tensor from_vector(const std::vector<real>& values);  // 1-D
 // overload wins instead of the call being ambiguous.
 struct LiteralEntry {
   template <typename Number>
-    requires std::is_arithmetic_v<Number>
-  LiteralEntry(Number number) : value(static_cast<real>(number)) {}
+  requires std::is_arithmetic_v<Number> LiteralEntry(Number number)
+      : value(static_cast<real>(number)) {}
   real value;
 };
 // tensor({1, 2, 3}) is 1-D; tensor({{1, 2}, {3, 4}}) and tensor({{1}, {2}}) are 2-D.

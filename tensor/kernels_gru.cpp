@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+
 #include "tensor/xsimd.hpp"
 
 namespace attograd::kernels {

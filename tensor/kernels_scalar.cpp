@@ -12,15 +12,33 @@ static real sigmoid(real x) { return real(1) / (real(1) + std::exp(-x)); }
 void unary_forward(Unary op, real* out, const real* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     switch (op) {
-      case Unary::neg: out[i] = -x[i]; break;
-      case Unary::exp: out[i] = std::exp(x[i]); break;
-      case Unary::log: out[i] = std::log(x[i]); break;
-      case Unary::sqrt: out[i] = std::sqrt(x[i]); break;
-      case Unary::sin: out[i] = std::sin(x[i]); break;
-      case Unary::cos: out[i] = std::cos(x[i]); break;
-      case Unary::tanh: out[i] = std::tanh(x[i]); break;
-      case Unary::sigmoid: out[i] = sigmoid(x[i]); break;
-      case Unary::relu: out[i] = x[i] > 0 ? x[i] : real(0); break;
+      case Unary::neg:
+        out[i] = -x[i];
+        break;
+      case Unary::exp:
+        out[i] = std::exp(x[i]);
+        break;
+      case Unary::log:
+        out[i] = std::log(x[i]);
+        break;
+      case Unary::sqrt:
+        out[i] = std::sqrt(x[i]);
+        break;
+      case Unary::sin:
+        out[i] = std::sin(x[i]);
+        break;
+      case Unary::cos:
+        out[i] = std::cos(x[i]);
+        break;
+      case Unary::tanh:
+        out[i] = std::tanh(x[i]);
+        break;
+      case Unary::sigmoid:
+        out[i] = sigmoid(x[i]);
+        break;
+      case Unary::relu:
+        out[i] = x[i] > 0 ? x[i] : real(0);
+        break;
     }
   }
 }
@@ -28,15 +46,33 @@ void unary_forward(Unary op, real* out, const real* x, int64_t n) {
 void unary_backward(Unary op, real* dx, const real* dy, const real* x, const real* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     switch (op) {
-      case Unary::neg: dx[i] = -dy[i]; break;                           // d(−x) = −1
-      case Unary::exp: dx[i] = dy[i] * y[i]; break;                     // d eˣ = eˣ
-      case Unary::log: dx[i] = dy[i] / x[i]; break;                     // d ln x = 1/x
-      case Unary::sqrt: dx[i] = dy[i] * real(0.5) / y[i]; break;        // d √x = 1/(2√x)
-      case Unary::sin: dx[i] = dy[i] * std::cos(x[i]); break;           // d sin = cos
-      case Unary::cos: dx[i] = -dy[i] * std::sin(x[i]); break;          // d cos = −sin
-      case Unary::tanh: dx[i] = dy[i] * (real(1) - y[i] * y[i]); break;  // 1 − tanh²
-      case Unary::sigmoid: dx[i] = dy[i] * y[i] * (real(1) - y[i]); break;  // σ(1 − σ)
-      case Unary::relu: dx[i] = x[i] > 0 ? dy[i] : real(0); break;      // 1 if x > 0 (0 at 0)
+      case Unary::neg:
+        dx[i] = -dy[i];
+        break;  // d(−x) = −1
+      case Unary::exp:
+        dx[i] = dy[i] * y[i];
+        break;  // d eˣ = eˣ
+      case Unary::log:
+        dx[i] = dy[i] / x[i];
+        break;  // d ln x = 1/x
+      case Unary::sqrt:
+        dx[i] = dy[i] * real(0.5) / y[i];
+        break;  // d √x = 1/(2√x)
+      case Unary::sin:
+        dx[i] = dy[i] * std::cos(x[i]);
+        break;  // d sin = cos
+      case Unary::cos:
+        dx[i] = -dy[i] * std::sin(x[i]);
+        break;  // d cos = −sin
+      case Unary::tanh:
+        dx[i] = dy[i] * (real(1) - y[i] * y[i]);
+        break;  // 1 − tanh²
+      case Unary::sigmoid:
+        dx[i] = dy[i] * y[i] * (real(1) - y[i]);
+        break;  // σ(1 − σ)
+      case Unary::relu:
+        dx[i] = x[i] > 0 ? dy[i] : real(0);
+        break;  // 1 if x > 0 (0 at 0)
     }
   }
 }
@@ -55,10 +91,18 @@ void binary_forward(Binary op, real* out, const real* a, int64_t a_step, const r
     const real left = a[i * a_step];
     const real right = b[i * b_step];
     switch (op) {
-      case Binary::add: out[i] = left + right; break;
-      case Binary::sub: out[i] = left - right; break;
-      case Binary::mul: out[i] = left * right; break;
-      case Binary::div: out[i] = left / right; break;
+      case Binary::add:
+        out[i] = left + right;
+        break;
+      case Binary::sub:
+        out[i] = left - right;
+        break;
+      case Binary::mul:
+        out[i] = left * right;
+        break;
+      case Binary::div:
+        out[i] = left / right;
+        break;
     }
   }
 }
@@ -117,7 +161,8 @@ void softmax_backward(real* dx, const real* y, const real* dy, int64_t rows, int
   for (int64_t r = 0; r < rows; ++r) {
     real dot = 0;
     for (int64_t c = 0; c < cols; ++c) dot += dy[r * cols + c] * y[r * cols + c];
-    for (int64_t c = 0; c < cols; ++c) dx[r * cols + c] = y[r * cols + c] * (dy[r * cols + c] - dot);
+    for (int64_t c = 0; c < cols; ++c)
+      dx[r * cols + c] = y[r * cols + c] * (dy[r * cols + c] - dot);
   }
 }
 
@@ -162,8 +207,8 @@ void bmm_forward(real* c, const real* a, Layout a_layout, int64_t a_step, const 
                  Layout b_layout, int64_t b_step, int64_t batches, int64_t M, int64_t K,
                  int64_t N) {
   for (int64_t i = 0; i < batches; ++i) {
-    scalar::matmul_forward(c + i * M * N, a + i * a_step, a_layout, b + i * b_step, b_layout, M,
-                           K, N);
+    scalar::matmul_forward(c + i * M * N, a + i * a_step, a_layout, b + i * b_step, b_layout, M, K,
+                           N);
   }
 }
 

@@ -5,8 +5,6 @@
 // elements by running the same batch code on a zero-padded copy, so the
 // tail needs no second scalar implementation. kernels_scalar.cpp is the
 // specification these are tested against.
-#include "tensor/xsimd.hpp"
-
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -16,6 +14,7 @@
 #include "tensor/kernels.hpp"
 #include "tensor/kernels_matvec.hpp"
 #include "tensor/parallel.hpp"
+#include "tensor/xsimd.hpp"
 
 namespace attograd::kernels {
 
@@ -113,56 +112,96 @@ const char* simd_description() {
 }
 
 void unary_forward(Unary op, real* out, const real* x, int64_t n) {
-  auto apply = [&](auto f) { map(out, n, [&](Batch v, Batch, Batch) { return f(v); }, x); };
+  auto apply = [&](auto f) {
+    map(
+        out, n, [&](Batch v, Batch, Batch) { return f(v); }, x);
+  };
   switch (op) {
-    case Unary::neg: apply([](Batch v) { return -v; }); break;
-    case Unary::exp: apply([](Batch v) { return xsimd::exp(v); }); break;
-    case Unary::log: apply([](Batch v) { return xsimd::log(v); }); break;
-    case Unary::sqrt: apply([](Batch v) { return xsimd::sqrt(v); }); break;
-    case Unary::sin: apply([](Batch v) { return xsimd::sin(v); }); break;
-    case Unary::cos: apply([](Batch v) { return xsimd::cos(v); }); break;
-    case Unary::tanh: apply([](Batch v) { return xsimd::tanh(v); }); break;
-    case Unary::sigmoid: apply([](Batch v) { return sigmoid(v); }); break;
-    case Unary::relu: apply([](Batch v) { return xsimd::max(v, Batch(real(0))); }); break;
+    case Unary::neg:
+      apply([](Batch v) { return -v; });
+      break;
+    case Unary::exp:
+      apply([](Batch v) { return xsimd::exp(v); });
+      break;
+    case Unary::log:
+      apply([](Batch v) { return xsimd::log(v); });
+      break;
+    case Unary::sqrt:
+      apply([](Batch v) { return xsimd::sqrt(v); });
+      break;
+    case Unary::sin:
+      apply([](Batch v) { return xsimd::sin(v); });
+      break;
+    case Unary::cos:
+      apply([](Batch v) { return xsimd::cos(v); });
+      break;
+    case Unary::tanh:
+      apply([](Batch v) { return xsimd::tanh(v); });
+      break;
+    case Unary::sigmoid:
+      apply([](Batch v) { return sigmoid(v); });
+      break;
+    case Unary::relu:
+      apply([](Batch v) { return xsimd::max(v, Batch(real(0))); });
+      break;
   }
 }
 
 void unary_backward(Unary op, real* dx, const real* dy, const real* x, const real* y, int64_t n) {
   const Batch one(real(1));
   switch (op) {
-    case Unary::neg: map(dx, n, [](Batch g, Batch, Batch) { return -g; }, dy); break;
-    case Unary::exp: map(dx, n, [](Batch g, Batch out, Batch) { return g * out; }, dy, y); break;
-    case Unary::log: map(dx, n, [](Batch g, Batch in, Batch) { return g / in; }, dy, x); break;
+    case Unary::neg:
+      map(
+          dx, n, [](Batch g, Batch, Batch) { return -g; }, dy);
+      break;
+    case Unary::exp:
+      map(
+          dx, n, [](Batch g, Batch out, Batch) { return g * out; }, dy, y);
+      break;
+    case Unary::log:
+      map(
+          dx, n, [](Batch g, Batch in, Batch) { return g / in; }, dy, x);
+      break;
     case Unary::sqrt:
-      map(dx, n, [](Batch g, Batch out, Batch) { return g * Batch(real(0.5)) / out; }, dy, y);
+      map(
+          dx, n, [](Batch g, Batch out, Batch) { return g * Batch(real(0.5)) / out; }, dy, y);
       break;
     case Unary::sin:
-      map(dx, n, [](Batch g, Batch in, Batch) { return g * xsimd::cos(in); }, dy, x);
+      map(
+          dx, n, [](Batch g, Batch in, Batch) { return g * xsimd::cos(in); }, dy, x);
       break;
     case Unary::cos:
-      map(dx, n, [](Batch g, Batch in, Batch) { return -g * xsimd::sin(in); }, dy, x);
+      map(
+          dx, n, [](Batch g, Batch in, Batch) { return -g * xsimd::sin(in); }, dy, x);
       break;
     case Unary::tanh:
-      map(dx, n, [&](Batch g, Batch out, Batch) { return g * (one - out * out); }, dy, y);
+      map(
+          dx, n, [&](Batch g, Batch out, Batch) { return g * (one - out * out); }, dy, y);
       break;
     case Unary::sigmoid:
-      map(dx, n, [&](Batch g, Batch out, Batch) { return g * out * (one - out); }, dy, y);
+      map(
+          dx, n, [&](Batch g, Batch out, Batch) { return g * out * (one - out); }, dy, y);
       break;
     case Unary::relu:
-      map(dx, n,
-          [](Batch g, Batch in, Batch) { return xsimd::select(in > Batch(real(0)), g, Batch(real(0))); },
+      map(
+          dx, n,
+          [](Batch g, Batch in, Batch) {
+            return xsimd::select(in > Batch(real(0)), g, Batch(real(0)));
+          },
           dy, x);
       break;
   }
 }
 
 void pow_forward(real* out, const real* x, real p, int64_t n) {
-  map(out, n, [p](Batch v, Batch, Batch) { return xsimd::pow(v, Batch(p)); }, x);
+  map(
+      out, n, [p](Batch v, Batch, Batch) { return xsimd::pow(v, Batch(p)); }, x);
 }
 
 void pow_backward(real* dx, const real* dy, const real* x, real p, int64_t n) {
-  map(dx, n,
-      [p](Batch g, Batch v, Batch) { return g * Batch(p) * xsimd::pow(v, Batch(p - 1)); }, dy, x);
+  map(
+      dx, n, [p](Batch g, Batch v, Batch) { return g * Batch(p) * xsimd::pow(v, Batch(p - 1)); },
+      dy, x);
 }
 
 void binary_forward(Binary op, real* out, const real* a, int64_t a_step, const real* b,
@@ -170,27 +209,39 @@ void binary_forward(Binary op, real* out, const real* a, int64_t a_step, const r
   // A step of 0 means "one value for every i": broadcast it into a batch.
   auto run = [&](auto f) {
     if (a_step == 1 && b_step == 1) {
-      map(out, n, [&](Batch x, Batch y, Batch) { return f(x, y); }, a, b);
+      map(
+          out, n, [&](Batch x, Batch y, Batch) { return f(x, y); }, a, b);
     } else if (a_step == 1) {
       const Batch y(*b);
-      map(out, n, [&](Batch x, Batch, Batch) { return f(x, y); }, a);
+      map(
+          out, n, [&](Batch x, Batch, Batch) { return f(x, y); }, a);
     } else if (b_step == 1) {
       const Batch x(*a);
-      map(out, n, [&](Batch y, Batch, Batch) { return f(x, y); }, b);
+      map(
+          out, n, [&](Batch y, Batch, Batch) { return f(x, y); }, b);
     } else {
       scalar::binary_forward(op, out, a, a_step, b, b_step, n);
     }
   };
   switch (op) {
-    case Binary::add: run([](Batch x, Batch y) { return x + y; }); break;
-    case Binary::sub: run([](Batch x, Batch y) { return x - y; }); break;
-    case Binary::mul: run([](Batch x, Batch y) { return x * y; }); break;
-    case Binary::div: run([](Batch x, Batch y) { return x / y; }); break;
+    case Binary::add:
+      run([](Batch x, Batch y) { return x + y; });
+      break;
+    case Binary::sub:
+      run([](Batch x, Batch y) { return x - y; });
+      break;
+    case Binary::mul:
+      run([](Batch x, Batch y) { return x * y; });
+      break;
+    case Binary::div:
+      run([](Batch x, Batch y) { return x / y; });
+      break;
   }
 }
 
 void accumulate(real* out, const real* x, int64_t n) {
-  map(out, n, [](Batch o, Batch v, Batch) { return o + v; }, out, x);
+  map(
+      out, n, [](Batch o, Batch v, Batch) { return o + v; }, out, x);
 }
 
 void sum_axis_forward(real* out, const real* x, int64_t outer, int64_t n, int64_t inner) {
@@ -236,7 +287,8 @@ void softmax_forward(real* out, const real* x, int64_t rows, int64_t cols) {
     const real largest = maximum(in, cols);
     for (int64_t c = 0; c < cols; ++c) y[c] = in[c] - largest;
   }
-  map(out, rows * cols, [](Batch v, Batch, Batch) { return xsimd::exp(v); }, out);
+  map(
+      out, rows * cols, [](Batch v, Batch, Batch) { return xsimd::exp(v); }, out);
   for (int64_t r = 0; r < rows; ++r) {
     real* y = out + r * cols;
     const real inverse = real(1) / sum(y, cols);
@@ -248,7 +300,8 @@ void softmax_backward(real* dx, const real* y, const real* dy, int64_t rows, int
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t start = r * cols;
     const Batch inner(dot(dy + start, y + start, cols));
-    map(dx + start, cols, [&](Batch out, Batch g, Batch) { return out * (g - inner); }, y + start,
+    map(
+        dx + start, cols, [&](Batch out, Batch g, Batch) { return out * (g - inner); }, y + start,
         dy + start);
   }
 }
@@ -259,9 +312,11 @@ void log_softmax_forward(real* out, const real* x, int64_t rows, int64_t cols) {
     real* y = out + r * cols;
     const real largest = maximum(in, cols);
     // y holds exp(x − max) for a moment, to sum it without a buffer.
-    map(y, cols, [&](Batch v, Batch, Batch) { return xsimd::exp(v - Batch(largest)); }, in);
+    map(
+        y, cols, [&](Batch v, Batch, Batch) { return xsimd::exp(v - Batch(largest)); }, in);
     const Batch log_total(largest + std::log(sum(y, cols)));
-    map(y, cols, [&](Batch v, Batch, Batch) { return v - log_total; }, in);
+    map(
+        y, cols, [&](Batch v, Batch, Batch) { return v - log_total; }, in);
   }
 }
 
@@ -269,7 +324,8 @@ void log_softmax_backward(real* dx, const real* y, const real* dy, int64_t rows,
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t start = r * cols;
     const Batch total(sum(dy + start, cols));
-    map(dx + start, cols, [&](Batch g, Batch out, Batch) { return g - xsimd::exp(out) * total; },
+    map(
+        dx + start, cols, [&](Batch g, Batch out, Batch) { return g - xsimd::exp(out) * total; },
         dy + start, y + start);
   }
 }
@@ -309,7 +365,8 @@ void row_block(real* c, const real* a, const real* b, int64_t K, int64_t N, int6
   for (; j + 2 * W <= N; j += 2 * W) {
     micro_kernel<MR, 2>(c + j, N, a, k_total, b + j, N, kc, accumulate_into_c);
   }
-  for (; j + W <= N; j += W) micro_kernel<MR, 1>(c + j, N, a, k_total, b + j, N, kc, accumulate_into_c);
+  for (; j + W <= N; j += W)
+    micro_kernel<MR, 1>(c + j, N, a, k_total, b + j, N, kc, accumulate_into_c);
   // Columns left over (fewer than W): plain dot products.
   for (; j < N; ++j) {
     for (int r = 0; r < MR; ++r) {
@@ -443,8 +500,8 @@ void matmul_tn(real* c, const real* a, const real* b, int64_t M, int64_t K, int6
 
 // Rows [i0, i1) of c = a @ b on this thread, by the layouts' kernel above
 // (both operands transposed: the scalar loop, all rows).
-void matmul_rows(real* c, const real* a, Layout a_layout, const real* b, Layout b_layout,
-                 int64_t M, int64_t K, int64_t N, int64_t i0, int64_t i1) {
+void matmul_rows(real* c, const real* a, Layout a_layout, const real* b, Layout b_layout, int64_t M,
+                 int64_t K, int64_t N, int64_t i0, int64_t i1) {
   if (matvec_forward(c, a, a_layout, b, b_layout, M, K, N)) return;  // one row: kernels_matvec
   if (a_layout == Layout::transposed && b_layout == Layout::transposed) {
     scalar::matmul_forward(c, a, a_layout, b, b_layout, M, K, N);
@@ -491,8 +548,7 @@ void bmm_forward(real* c, const real* a, Layout a_layout, int64_t a_step, const 
   }
   parallel::parallel_for(batches, batches * M * K * N, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
-      matmul_rows(c + i * M * N, a + i * a_step, a_layout, b + i * b_step, b_layout, M, K, N, 0,
-                  M);
+      matmul_rows(c + i * M * N, a + i * a_step, a_layout, b + i * b_step, b_layout, M, K, N, 0, M);
     }
   });
 }

@@ -52,8 +52,9 @@ void require_rows_are_distributions(const Tensor& weights) {
 
 // ---------------------------------------------------------------- the data
 
-TEST_CASE("make_dataset follows the seed: sorted inputs in 0 ≤ x < 5, noisy targets, 60 test inputs",
-          "[nw_regression]") {
+TEST_CASE(
+    "make_dataset follows the seed: sorted inputs in 0 ≤ x < 5, noisy targets, 60 test inputs",
+    "[nw_regression]") {
   Generator generator(7);
   const Dataset data = make_dataset(generator);
   REQUIRE(data.x_train.shape() == Shape{50});
