@@ -332,13 +332,26 @@ void log_softmax_backward(real* dx, const real* y, const real* dy, int64_t rows,
 
 namespace {
 
-// c (MR rows × NV·W columns, row stride ldc) = a-rows (MR × K, row stride lda)
-// @ b-strip (K × NV·W, row stride ldb): the register-blocked inner kernel.
-// MR·NV accumulators stay in registers for the whole K loop; each step loads
-// NV vectors of b once and reuses them for MR rows.
+// Where the kernels below find a[i][k], the entry of row i of the left
+// operand at step k: a[i · row_step + k · k_step]. A row-major a (M,K) has
+// steps (K, 1); a transposed one, stored (K,M) as a weight gradient's dyᵀ
+// is, has steps (1, M) — the same kernels read both, no copy.
+struct LeftOperand {
+  const real* a;
+  int64_t row_step, k_step;
+  real at(int64_t i, int64_t k) const { return a[i * row_step + k * k_step]; }
+  LeftOperand shifted(int64_t i, int64_t k) const {
+    return {a + i * row_step + k * k_step, row_step, k_step};
+  }
+};
+
+// c (MR rows × NV·W columns, row stride ldc) = a-rows (MR × K) @ b-strip
+// (K × NV·W, row stride ldb): the register-blocked inner kernel. MR·NV
+// accumulators stay in registers for the whole K loop; each step loads NV
+// vectors of b once and reuses them for MR rows.
 template <int MR, int NV>
-void micro_kernel(real* c, int64_t ldc, const real* a, int64_t lda, const real* b, int64_t ldb,
-                  int64_t K, bool accumulate_into_c) {
+void micro_kernel(real* c, int64_t ldc, LeftOperand a, const real* b, int64_t ldb, int64_t K,
+                  bool accumulate_into_c) {
   Batch acc[MR][NV];
   for (int r = 0; r < MR; ++r) {
     for (int v = 0; v < NV; ++v) {
@@ -349,7 +362,7 @@ void micro_kernel(real* c, int64_t ldc, const real* a, int64_t lda, const real* 
     Batch row[NV];
     for (int v = 0; v < NV; ++v) row[v] = load(b + k * ldb + v * W);
     for (int r = 0; r < MR; ++r) {
-      const Batch scale(a[r * lda + k]);
+      const Batch scale(a.at(r, k));
       for (int v = 0; v < NV; ++v) acc[r][v] = xsimd::fma(scale, row[v], acc[r][v]);
     }
   }
@@ -358,33 +371,34 @@ void micro_kernel(real* c, int64_t ldc, const real* a, int64_t lda, const real* 
   }
 }
 
+// MR rows of c, all N columns, over kc steps of k.
 template <int MR>
-void row_block(real* c, const real* a, const real* b, int64_t K, int64_t N, int64_t k_total,
-               int64_t kc, bool accumulate_into_c) {
+void row_block(real* c, LeftOperand a, const real* b, int64_t N, int64_t kc,
+               bool accumulate_into_c) {
   int64_t j = 0;
   for (; j + 2 * W <= N; j += 2 * W) {
-    micro_kernel<MR, 2>(c + j, N, a, k_total, b + j, N, kc, accumulate_into_c);
+    micro_kernel<MR, 2>(c + j, N, a, b + j, N, kc, accumulate_into_c);
   }
-  for (; j + W <= N; j += W)
-    micro_kernel<MR, 1>(c + j, N, a, k_total, b + j, N, kc, accumulate_into_c);
+  for (; j + W <= N; j += W) micro_kernel<MR, 1>(c + j, N, a, b + j, N, kc, accumulate_into_c);
   // Columns left over (fewer than W): plain dot products.
   for (; j < N; ++j) {
     for (int r = 0; r < MR; ++r) {
       real total = accumulate_into_c ? c[r * N + j] : real(0);
-      for (int64_t k = 0; k < kc; ++k) total += a[r * k_total + k] * b[k * N + j];
+      for (int64_t k = 0; k < kc; ++k) total += a.at(r, k) * b[k * N + j];
       c[r * N + j] = total;
     }
   }
-  (void)K;
 }
 
-// c = a @ b, both normal row-major. Blocked over K so a strip of b stays in cache.
-void matmul_nn(real* c, const real* a, const real* b, int64_t M, int64_t K, int64_t N) {
+// c (M,N) = a @ b with b row-major (K,N) and a read through its steps.
+// Blocked over K so a strip of b stays in cache; the first block starts from
+// zero rather than from c, so with one time step (K = 1) c is written once.
+void matmul_xn(real* c, LeftOperand a, const real* b, int64_t M, int64_t K, int64_t N) {
   constexpr int64_t kBlockK = 256;
-  if (N == 1) {
+  if (N == 1 && a.k_step == 1) {
     // One column: b is a contiguous vector and each entry one dot product
     // (attention pooling's (1,K) @ (K,1), many times over in a bmm).
-    for (int64_t i = 0; i < M; ++i) c[i] = dot(a + i * K, b, K);
+    for (int64_t i = 0; i < M; ++i) c[i] = dot(a.a + i * a.row_step, b, K);
     return;
   }
   if (K == 0) std::fill_n(c, M * N, real(0));
@@ -393,12 +407,17 @@ void matmul_nn(real* c, const real* a, const real* b, int64_t M, int64_t K, int6
     const bool accumulate_into_c = k0 > 0;
     int64_t i = 0;
     for (; i + 4 <= M; i += 4) {
-      row_block<4>(c + i * N, a + i * K + k0, b + k0 * N, K, N, K, kc, accumulate_into_c);
+      row_block<4>(c + i * N, a.shifted(i, k0), b + k0 * N, N, kc, accumulate_into_c);
     }
     for (; i < M; ++i) {
-      row_block<1>(c + i * N, a + i * K + k0, b + k0 * N, K, N, K, kc, accumulate_into_c);
+      row_block<1>(c + i * N, a.shifted(i, k0), b + k0 * N, N, kc, accumulate_into_c);
     }
   }
+}
+
+// c = a @ b, both row-major.
+void matmul_nn(real* c, const real* a, const real* b, int64_t M, int64_t K, int64_t N) {
+  matmul_xn(c, LeftOperand{a, K, 1}, b, M, K, N);
 }
 
 // c = a @ bᵀ where b is stored (N, K): every entry is a dot product of two
@@ -460,42 +479,13 @@ void matmul_nt(real* c, const real* a, const real* b, int64_t M, int64_t K, int6
   }
 }
 
-// c = aᵀ @ b where a is stored (K, M): c[i][j] = Σ_k a[k][i] · b[k][j], a sum of
-// K outer products (the weight gradient dyᵀ @ x). Each W-wide strip of a row
-// of c is summed over a block of k in a register and stored once, while the
-// block's rows of b stay in cache; the first block starts from zero rather
-// than from c, so with one time step (K = 1) c is written exactly once. Only
-// rows [row_begin, row_end) of c are computed, so threads can share the product.
+// Rows [row_begin, row_end) of c = aᵀ @ b where a is stored (K, M):
+// c[i][j] = Σ_k a[k][i] · b[k][j], a sum of K outer products (the weight
+// gradient dyᵀ @ x). The register-blocked kernel of matmul_nn, reading a's
+// column i as the left operand's row i, so threads can share the rows.
 void matmul_tn(real* c, const real* a, const real* b, int64_t M, int64_t K, int64_t N,
                int64_t row_begin, int64_t row_end) {
-  constexpr int64_t kBlockK = 64;
-  if (K == 0) std::fill(c + row_begin * N, c + row_end * N, real(0));
-  for (int64_t k0 = 0; k0 < K; k0 += kBlockK) {
-    const int64_t k1 = std::min(K, k0 + kBlockK);
-    const int64_t kc = k1 - k0;
-    std::array<real, kBlockK> column;  // a[k0..k1)[i], copied so stores to c cannot alias it
-    for (int64_t i = row_begin; i < row_end; ++i) {
-      for (int64_t k = 0; k < kc; ++k) column[k] = a[(k0 + k) * M + i];
-      real* c_row = c + i * N;
-      const real* b_block = b + k0 * N;
-      int64_t j = 0;
-      for (; j + W <= N; j += W) {
-        Batch acc = k0 == 0 ? Batch(real(0)) : load(c_row + j);
-        for (int64_t k = 0; k < kc; ++k) {
-          acc = xsimd::fma(Batch(column[k]), load(b_block + k * N + j), acc);
-        }
-        acc.store_unaligned(c_row + j);
-      }
-      if (j < N) {
-        const int64_t rest = N - j;
-        Batch acc = k0 == 0 ? Batch(real(0)) : load_partial(c_row + j, rest, 0);
-        for (int64_t k = 0; k < kc; ++k) {
-          acc = xsimd::fma(Batch(column[k]), load_partial(b_block + k * N + j, rest, 0), acc);
-        }
-        store_partial(c_row + j, acc, rest);
-      }
-    }
-  }
+  matmul_xn(c + row_begin * N, LeftOperand{a + row_begin, 1, M}, b, row_end - row_begin, K, N);
 }
 
 // Rows [i0, i1) of c = a @ b on this thread, by the layouts' kernel above
