@@ -13,6 +13,7 @@
 
 #include "autograd/op_helpers.hpp"
 #include "autograd/ops.hpp"
+#include "autograd/ops_linear.hpp"
 #include "tensor/factory.hpp"
 #include "tensor/kernels_gru.hpp"
 
@@ -32,17 +33,6 @@ struct GruSaved {
 };
 
 Tensor saved_values(const Tensor& t) { return t.defined() ? detach(t).contiguous_data() : t; }
-
-// out: (B,N) = input (B,K) @ weightᵀ + bias, with weight stored (N,K) as its
-// module keeps it (so the kernel reads it transposed, no copy) and bias (N)
-// or undefined for none.
-void affine_forward(real* out, const Tensor& input, const Tensor& weight, const Tensor& bias,
-                    int64_t B, int64_t K, int64_t N) {
-  kernels::matmul_forward(out, input.data(), Layout::normal, weight.data(), Layout::transposed, B,
-                          K, N);
-  if (!bias.defined()) return;
-  for (int64_t b = 0; b < B; ++b) kernels::accumulate(out + b * N, bias.data(), N);
-}
 
 void check_gru_shapes(const Tensor& x, const Tensor& h, const Tensor& weight_ih,
                       const Tensor& weight_hh, const Tensor& bias_ih, const Tensor& bias_hh) {
@@ -126,13 +116,19 @@ GruSaved make_saved(const Tensor& x, const Tensor& h, const Tensor& weight_ih,
 // three that dgh @ W_hh collects.
 namespace {
 
-// Forward of one step: fills saved.r, z, n, gh_n and returns h'.
+// Forward of one step: fills saved.r, z, n, gh_n and returns h'. The input's
+// projection gi is `projected` when the caller made it (gru_cell_projected),
+// else x W_ihᵀ + b_ih here.
 Tensor gru_step_forward(GruSaved& saved, const Tensor& bias_ih, const Tensor& bias_hh, int64_t B,
-                        int64_t input, int64_t H) {
-  Tensor gi = Tensor::empty({B, 3 * H});
+                        int64_t input, int64_t H, const Tensor& projected = Tensor()) {
+  Tensor gi = projected;
+  if (!gi.defined()) {
+    gi = Tensor::empty({B, 3 * H});
+    detail::affine_forward(gi.data(), saved.x, saved.weight_ih, saved_values(bias_ih), B, input,
+                           3 * H);
+  }
   Tensor gh = Tensor::empty({B, 3 * H});
-  affine_forward(gi.data(), saved.x, saved.weight_ih, saved_values(bias_ih), B, input, 3 * H);
-  affine_forward(gh.data(), saved.h, saved.weight_hh, saved_values(bias_hh), B, H, 3 * H);
+  detail::affine_forward(gh.data(), saved.h, saved.weight_hh, saved_values(bias_hh), B, H, 3 * H);
   Tensor h_new = Tensor::empty({B, H});
   kernels::gru_gates_forward(h_new.data(), saved.r.data(), saved.z.data(), saved.n.data(),
                              saved.gh_n.data(), gi.data(), gh.data(), saved.h.data(), B, H);
@@ -175,11 +171,6 @@ GruStepGradients gru_step_backward(const GruSaved& saved, const Tensor& dh_new_i
     kernels::sum_axis_forward(g.dbias_hh.data(), g.dgh.data(), 1, B, 3 * H);
   }
   return g;
-}
-
-// rows += the B rows of t (B,cols), contiguous
-void append_rows(std::vector<real>& rows, const Tensor& t) {
-  rows.insert(rows.end(), t.data(), t.data() + t.numel());
 }
 
 }  // namespace
@@ -226,17 +217,12 @@ GruWeights gru_weights(const Tensor& weight_ih, const Tensor& weight_hh, const T
   const int64_t three_h = weight_ih.shape()[0], input = weight_ih.shape()[1],
                 H = weight_hh.shape()[1];
   auto gradients = [factors, need_ih, need_hh, three_h, input, H](const Tensor&) {
-    Tensor dweight_ih, dweight_hh;
-    if (need_ih) {  // (n,3H) read as (3H,n)
-      dweight_ih = Tensor::empty({three_h, input});
-      kernels::matmul_forward(dweight_ih.data(), factors->dgi.data(), Layout::transposed,
-                              factors->x.data(), Layout::normal, three_h, factors->rows_ih, input);
-    }
-    if (need_hh) {
-      dweight_hh = Tensor::empty({three_h, H});
-      kernels::matmul_forward(dweight_hh.data(), factors->dgh.data(), Layout::transposed,
-                              factors->h.data(), Layout::normal, three_h, factors->rows_hh, H);
-    }
+    // No rows: the steps did not hand this weight over (gru_cell_projected
+    // leaves W_ih to the sequence's own product), so it gets nothing here.
+    const Tensor dweight_ih =
+        need_ih && factors->ih.rows > 0 ? factors->ih.product(three_h, input) : Tensor();
+    const Tensor dweight_hh =
+        need_hh && factors->hh.rows > 0 ? factors->hh.product(three_h, H) : Tensor();
     *factors = GruGradientFactors{};  // a second backward (retain_graph) starts afresh
     return std::vector<Tensor>{dweight_ih, dweight_hh};
   };
@@ -261,19 +247,55 @@ Tensor gru_cell(const Tensor& x_in, const Tensor& h_in, const GruWeights& weight
   auto gradients = [saved = std::move(saved), factors = weights.factors, B, input,
                     H](const Tensor& dh_new) {
     const GruStepGradients g = gru_step_backward(saved, dh_new, B, input, H);
-    if (saved.need_weight_ih) {
-      append_rows(factors->dgi, g.dgi);
-      append_rows(factors->x, saved.x);
-      factors->rows_ih += B;
-    }
-    if (saved.need_weight_hh) {
-      append_rows(factors->dgh, g.dgh);
-      append_rows(factors->h, saved.h);
-      factors->rows_hh += B;
-    }
+    if (saved.need_weight_ih) factors->ih.append(g.dgi, saved.x);
+    if (saved.need_weight_hh) factors->hh.append(g.dgh, saved.h);
     return std::vector<Tensor>{g.dx, g.dh, g.dbias_ih, g.dbias_hh, zeros({})};
   };
   return record("gru_cell", h_new, {x_in, h_in, weights.bias_ih, weights.bias_hh, weights.token},
+                std::move(gradients));
+}
+
+// As gru_cell(x, h, weights), with gi = x W_ihᵀ + b_ih given: the step's
+// part of one product over the whole sequence. Backward returns dgi as gi's
+// gradient (that product's node turns it into dx, dW_ih and db_ih) and hands
+// dgh to the sequence's factors.
+Tensor gru_cell_projected(const Tensor& gi_in, const Tensor& h_in, const GruWeights& weights) {
+  for (const Tensor* t : {&gi_in, &h_in, &weights.weight_hh}) {
+    detail::check_defined("gru_cell_projected", *t);
+  }
+  check(h_in.dim() == 2 && weights.weight_hh.shape() == Shape{3 * h_in.shape()[1], h_in.shape()[1]},
+        "gru_cell_projected: h {} must be (batch, hidden) and weight_hh {} (3·hidden,hidden)",
+        h_in.shape(), weights.weight_hh.shape());
+  const int64_t B = h_in.shape()[0], H = h_in.shape()[1];
+  check(gi_in.shape() == Shape{B, 3 * H},
+        "gru_cell_projected: gi has shape {}; with h {} it must be (batch, 3·hidden) = ({},{})",
+        gi_in.shape(), h_in.shape(), B, 3 * H);
+  check(!weights.bias_hh.defined() || weights.bias_hh.shape() == Shape{3 * H},
+        "gru_cell_projected: bias_hh has shape {}; it must be ({}), or undefined for no bias",
+        weights.bias_hh.defined() ? weights.bias_hh.shape() : Shape{}, 3 * H);
+  GruSaved saved{.x = Tensor(),
+                 .h = saved_values(h_in),
+                 .weight_ih = Tensor(),
+                 .weight_hh = saved_values(weights.weight_hh),
+                 .r = Tensor::empty({B, H}),
+                 .z = Tensor::empty({B, H}),
+                 .n = Tensor::empty({B, H}),
+                 .gh_n = Tensor::empty({B, H}),
+                 .need_x = false,
+                 .need_h = h_in.requires_grad(),
+                 .need_weight_ih = false,
+                 .need_weight_hh = weights.factors && weights.weight_hh.requires_grad(),
+                 .need_bias_ih = false,
+                 .need_bias_hh = weights.bias_hh.defined() && weights.bias_hh.requires_grad()};
+  const Tensor h_new =
+      gru_step_forward(saved, Tensor(), weights.bias_hh, B, 0, H, saved_values(gi_in));
+  auto gradients = [saved = std::move(saved), factors = weights.factors, B,
+                    H](const Tensor& dh_new) {
+    const GruStepGradients g = gru_step_backward(saved, dh_new, B, 0, H);
+    if (saved.need_weight_hh) factors->hh.append(g.dgh, saved.h);
+    return std::vector<Tensor>{g.dgi, g.dh, g.dbias_hh, zeros({})};
+  };
+  return record("gru_cell_projected", h_new, {gi_in, h_in, weights.bias_hh, weights.token},
                 std::move(gradients));
 }
 

@@ -21,16 +21,15 @@
 #include <memory>
 #include <vector>
 
+#include "autograd/ops_linear.hpp"
 #include "tensor/tensor.hpp"
 
 namespace attograd {
 
-// The factors the steps of one sequence hand over, one row per step and batch
-// entry, in the order backward reached them.
+// The factors the steps of one sequence hand over (autograd/ops_linear.hpp).
 struct GruGradientFactors {
-  std::vector<real> dgi, x;  // rows of 3H and of in: dW_ih = dgiᵀ @ x
-  std::vector<real> dgh, h;  // rows of 3H and of H:  dW_hh = dghᵀ @ h
-  int64_t rows_ih = 0, rows_hh = 0;
+  WeightGradientRows ih;  // rows of dgi (3H) and of x (in): dW_ih = dgiᵀ @ x
+  WeightGradientRows hh;  // rows of dgh (3H) and of h (H):  dW_hh = dghᵀ @ h
 };
 
 struct GruWeights {
@@ -51,5 +50,12 @@ GruWeights gru_weights(const Tensor& weight_ih, const Tensor& weight_hh, const T
 // gradients up to float rounding; the weight gradients go through `weights`.
 // x: (B,in), h: (B,H) -> h': (B,H)
 Tensor gru_cell(const Tensor& x, const Tensor& h, const GruWeights& weights);
+
+// The same step when the input's projection for the whole sequence was made
+// beforehand as one product, gi = X W_ihᵀ + b_ih (T·B,3H), and this step gets
+// its rows: gi (B,3H), h (B,H) -> h' (B,H). Reading W_ih once per sequence
+// rather than once per step is what nn::GRU::forward does with it; W_hh's
+// gradient still goes through `weights`.
+Tensor gru_cell_projected(const Tensor& gi, const Tensor& h, const GruWeights& weights);
 
 }  // namespace attograd

@@ -54,6 +54,18 @@ nn::GRUOutput gru_step(nn::GRU& gru, const Tensor& x, const Tensor& hidden,
   return gru.step(x, hidden, memory.gru_weights);
 }
 
+// layer.forward(x), with the sentence's prepared weights step_weights[slot]
+// when remember() made them (AttentionMemory::linear_weights).
+Tensor linear_step(nn::Linear& layer, const Tensor& x,
+                   const std::vector<LinearWeights>& step_weights, size_t slot) {
+  if (step_weights.empty()) return layer.forward(x);
+  check(slot < step_weights.size(),
+        "decoder: the memory holds {} prepared Linear layers, not the {} this decoder runs; make "
+        "it with this decoder's remember()",
+        step_weights.size(), slot + 1);
+  return layer.forward(x, step_weights[slot]);
+}
+
 // Puts a module in evaluation mode and restores its mode when it goes out of
 // scope, so translate() can be called in the middle of training.
 class EvalModeGuard {
@@ -172,8 +184,12 @@ AttnDecoderRNN::AttnDecoderRNN(int64_t hidden_size, int64_t output_size, double 
 }
 
 AttentionMemory AttnDecoderRNN::remember(const EncoderOutput& encoded) {
-  return AttentionMemory{encoded.outputs, Tensor(), Tensor(), encoded.length,
-                         gru->sequence_weights()};
+  return AttentionMemory{encoded.outputs,
+                         Tensor(),
+                         Tensor(),
+                         encoded.length,
+                         gru->sequence_weights(),
+                         {attn->sequence_weights(), attn_combine->sequence_weights()}};
 }
 
 // input_word, hidden (1,1,H), memory.values (L,H) -> (1,H), (1,1,H), (1,L)
@@ -184,10 +200,13 @@ DecoderState AttnDecoderRNN::advance(int64_t input_word, const Tensor& hidden,
   const Tensor h = state_row(hidden, H);  // (1,H)
   const Tensor embedded =
       dropout->forward(lookups->lookup(*embedding, {input_word}, Shape{1}));  // (1,H)
-  const Tensor weights = softmax(attn->forward(cat({embedded, h}, 1)), 1);    // (1,L)
-  const Tensor context = matmul(weights, memory.values);                      // (1,H)
-  const Tensor x = relu(attn_combine->forward(cat({embedded, context}, 1)));  // (1,H)
-  const nn::GRUOutput step = gru_step(*gru, x, hidden, memory);               // (1,H), (1,1,H)
+  const std::vector<LinearWeights>& prepared = memory.linear_weights;         // attn, attn_combine
+  const Tensor weights =
+      softmax(linear_step(*attn, cat({embedded, h}, 1), prepared, 0), 1);  // (1,L)
+  const Tensor context = matmul(weights, memory.values);                   // (1,H)
+  const Tensor x =
+      relu(linear_step(*attn_combine, cat({embedded, context}, 1), prepared, 1));  // (1,H)
+  const nn::GRUOutput step = gru_step(*gru, x, hidden, memory);                    // (1,H), (1,1,H)
   return DecoderState{step.output, step.h_n, weights};
 }
 
@@ -223,8 +242,16 @@ Tensor AdditiveAttention::project_keys(const Tensor& keys) { return W_k->forward
 // float and double, so a masked position gets weight 0 and no gradient.
 Tensor AdditiveAttention::forward(const Tensor& query, const Tensor& projected_keys,
                                   const Tensor& padding) {
-  const Tensor features = tanh(W_q->forward(query) + projected_keys);  // (L,H)
-  const Tensor scores = reshape(w_v->forward(features), {1, projected_keys.shape()[0]});
+  return forward(query, projected_keys, padding, {});
+}
+
+Tensor AdditiveAttention::forward(const Tensor& query, const Tensor& projected_keys,
+                                  const Tensor& padding,
+                                  const std::vector<LinearWeights>& step_weights) {
+  const Tensor features =
+      tanh(linear_step(*W_q, query, step_weights, 0) + projected_keys);  // (L,H)
+  const Tensor scores =
+      reshape(linear_step(*w_v, features, step_weights, 1), {1, projected_keys.shape()[0]});
   return softmax(masked_fill(scores, padding, real(-1e9)), 1);  // (1,L)
 }
 
@@ -248,12 +275,16 @@ BahdanauAttnDecoder::BahdanauAttnDecoder(int64_t hidden_size, int64_t output_siz
 // The keys' projection does not depend on the step, so it is made once per
 // sentence; the mask marks the zero rows after the source.
 AttentionMemory BahdanauAttnDecoder::remember(const EncoderOutput& encoded) {
-  check_memory(AttentionMemory{encoded.outputs, {}, {}, encoded.length, {}}, max_length_,
+  check_memory(AttentionMemory{encoded.outputs, {}, {}, encoded.length, {}, {}}, max_length_,
                hidden_size_);
   Tensor padding = zeros({1, max_length_});
   for (int64_t j = encoded.length; j < max_length_; ++j) padding.set({0, j}, 1);
-  return AttentionMemory{encoded.outputs, attention->project_keys(encoded.outputs), padding,
-                         encoded.length, gru->sequence_weights()};
+  return AttentionMemory{encoded.outputs,
+                         attention->project_keys(encoded.outputs),
+                         padding,
+                         encoded.length,
+                         gru->sequence_weights(),
+                         {attention->W_q->sequence_weights(), attention->w_v->sequence_weights()}};
 }
 
 // input_word, hidden (1,1,H), memory (L,H) -> (1,H), (1,1,H), (1,L)
@@ -267,8 +298,9 @@ DecoderState BahdanauAttnDecoder::advance(int64_t input_word, const Tensor& hidd
   const Tensor h = state_row(hidden, H);  // (1,H)
   const Tensor embedded =
       dropout->forward(lookups->lookup(*embedding, {input_word}, Shape{1}));  // (1,H)
-  const Tensor weights = attention->forward(h, memory.keys, memory.padding);  // (1,L)
-  const Tensor context = matmul(weights, memory.values);                      // (1,H)
+  const Tensor weights =
+      attention->forward(h, memory.keys, memory.padding, memory.linear_weights);  // (1,L)
+  const Tensor context = matmul(weights, memory.values);                          // (1,H)
   const nn::GRUOutput step = gru_step(*gru, cat({embedded, context}, 1), hidden, memory);
   return DecoderState{step.output, step.h_n, weights};
 }

@@ -185,6 +185,10 @@ struct AttentionMemory {
   // The decoder GRU's weights for this sentence's steps (nn::GRU::sequence_weights):
   // backward then forms each GRU weight gradient once per sentence, not once per word.
   std::vector<GruWeights> gru_weights;
+  // The same for the Linear layers every step runs (nn::Linear::sequence_weights):
+  // the location decoder's attn and attn_combine, Bahdanau's W_q and w_v, in
+  // that order. Empty (as both lists may be): each step forms its own.
+  std::vector<LinearWeights> linear_weights;
 };
 
 // A decoder step up to the output layer.
@@ -282,6 +286,10 @@ class AdditiveAttention : public nn::Module {
   // query: (1,H), projected_keys: (L,H), padding: (1,L) with 1 where masked
   //   -> weights (1,L), summing to 1 over the unmasked positions
   Tensor forward(const Tensor& query, const Tensor& projected_keys, const Tensor& padding);
+  // The same with W_q's and w_v's weights prepared for the sentence
+  // (nn::Linear::sequence_weights), in that order, or none (empty).
+  Tensor forward(const Tensor& query, const Tensor& projected_keys, const Tensor& padding,
+                 const std::vector<LinearWeights>& step_weights);
 
   std::shared_ptr<nn::Linear> W_q;  // H -> H
   std::shared_ptr<nn::Linear> W_k;  // H -> H

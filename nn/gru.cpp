@@ -149,9 +149,21 @@ std::vector<Tensor> GRU::run_layers(std::vector<Tensor> steps, const Tensor& h0,
     Tensor h = h0.defined() ? select(h0, 0, k) : zeros({batch, H});
     // Each step's input is replaced by this layer's output at that step,
     // which is the next layer's input.
-    for (Tensor& x : steps) {
-      h = gru_cell(x, h, w);
-      x = h;
+    if (steps.size() == 1) {
+      h = gru_cell(steps.front(), h, w);
+      steps.front() = h;
+    } else {
+      // A whole sequence: every step's input projection as one product,
+      // (T·B,I) @ (I,3H), which reads W_ih once rather than once per step
+      // (and its backward forms dX and dW_ih as one product each).
+      const auto T = static_cast<int64_t>(steps.size());
+      Tensor projected = matmul(reshape(stack(steps, 0), {T * batch, -1}),
+                                transpose(w.weight_ih, 0, 1));  // (T·B,3H)
+      if (w.bias_ih.defined()) projected = projected + w.bias_ih;
+      for (int64_t t = 0; t < T; ++t) {
+        h = gru_cell_projected(slice(projected, 0, t * batch, (t + 1) * batch), h, w);
+        steps[t] = h;
+      }
     }
     finals.push_back(h);  // h_n is taken before dropout, as in PyTorch
     if (drop && k + 1 < L) {

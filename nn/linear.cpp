@@ -51,6 +51,16 @@ Tensor Linear::forward(const Tensor& x) {
   return reshape(y, out_shape);
 }
 
+LinearWeights Linear::sequence_weights() const { return linear_weights(weight, bias); }
+
+// x: (B,in) -> (B,out)
+Tensor Linear::forward(const Tensor& x, const LinearWeights& weights) {
+  check(weights.weight.defined() && weights.weight.same(weight),
+        "Linear: the sequence weights passed to forward belong to another layer; take them "
+        "from this layer's sequence_weights()");
+  return linear(x, weights);
+}
+
 std::string Linear::extra_repr() const {
   return fmt::format("in_features={}, out_features={}, bias={}", options_.in_features,
                      options_.out_features, options_.has_bias);

@@ -382,6 +382,7 @@ TEST_CASE("pair_loss gradients equal the step-by-step loss's gradients", "[seq2s
       const EncoderOutput encoded = model.encoder->forward(source);
       AttentionMemory memory = model.decoder->remember(encoded);
       memory.gru_weights.clear();
+      memory.linear_weights.clear();
       Tensor hidden = encoded.hidden;
       int64_t input = kSos;
       Tensor expected = zeros({});

@@ -173,6 +173,95 @@ TEST_CASE("Linear backward gives dW = dy^T x and db = column sums of dy", "[nn][
   CHECK(grad(fc.bias).at({0}) == Approx(2));
 }
 
+// ---- Linear steps sharing one sequence's weights (autograd/ops_linear.hpp) ------
+
+namespace {
+
+// Three steps of one layer, each reading the previous output through tanh so
+// the steps depend on one another; the result mixes every step's output.
+Tensor three_steps(nn::Linear& fc, const Tensor& x0, bool shared) {
+  const LinearWeights weights = fc.sequence_weights();
+  Tensor x = x0, total = zeros({});
+  for (int step = 0; step < 3; ++step) {
+    const Tensor y = shared ? fc.forward(x, weights) : fc.forward(x);
+    total = total + sum(y * y) * real(step + 1);
+    x = tanh(y);
+  }
+  return total;
+}
+
+}  // namespace
+
+TEST_CASE("Linear steps sharing sequence weights pass gradcheck", "[nn][linear][f64]") {
+  Generator generator(21);
+  for (const bool with_bias : {true, false}) {
+    INFO("bias " << with_bias);
+    // A square layer (out = in) so a step's output is the next step's input;
+    // batches of 1 (a decoder's word) and 3 (odd).
+    for (const int64_t batch : {int64_t{1}, int64_t{3}}) {
+      INFO("batch " << batch);
+      nn::Linear fc(nn::LinearOptions(5, 5).bias(with_bias), generator);
+      std::vector<Tensor> inputs = {randn({batch, 5}, generator), fc.weight};
+      if (with_bias) inputs.push_back(fc.bias);
+      require_gradcheck(
+          [&](const std::vector<Tensor>& in) {
+            fc.weight = in[1];
+            if (with_bias) fc.bias = in[2];
+            return three_steps(fc, in[0], true);
+          },
+          inputs);
+    }
+  }
+}
+
+TEST_CASE("Linear steps sharing sequence weights give the per-step gradients", "[nn][linear]") {
+  Generator generator(22);
+  nn::Linear fc(nn::LinearOptions(7, 7), generator);
+  const Tensor x0 = requires_grad_(randn({2, 7}, generator));
+  auto gradients = [&](bool shared) {
+    for (const Tensor& t : {x0, fc.weight, fc.bias}) zero_grad(t);
+    const Tensor total = three_steps(fc, x0, shared);
+    backward(total);
+    return std::vector<std::vector<real>>{total.to_vector(), grad(x0).to_vector(),
+                                          grad(fc.weight).to_vector(), grad(fc.bias).to_vector()};
+  };
+  const auto plain = gradients(false);
+  const auto shared = gradients(true);
+  for (size_t i = 0; i < plain.size(); ++i) {
+    INFO("value " << i << " (total, dx0, dW, db)");
+    REQUIRE(shared[i].size() == plain[i].size());
+    for (size_t j = 0; j < plain[i].size(); ++j) {
+      CHECK(shared[i][j] == Approx(plain[i][j]).epsilon(1e-5).margin(1e-6));
+    }
+  }
+  // The weight's gradient arrives once, through the token, not once per step.
+  const LinearWeights weights = fc.sequence_weights();
+  REQUIRE(weights.token.defined());
+  CHECK(weights.token.grad_fn()->inputs.size() == 1);
+}
+
+TEST_CASE("Linear sequence weights fall back to the plain layer without recording",
+          "[nn][linear]") {
+  Generator generator(23);
+  nn::Linear fc(nn::LinearOptions(4, 3), generator);
+  const Tensor x = randn({2, 4}, generator);
+  const NoGradGuard no_grad;
+  const LinearWeights weights = fc.sequence_weights();
+  CHECK_FALSE(weights.token.defined());
+  CHECK(fc.forward(x, weights).to_vector() == fc.forward(x).to_vector());
+}
+
+TEST_CASE("Linear sequence weights reject another layer's weights and a wrong input",
+          "[nn][linear]") {
+  Generator generator(24);
+  nn::Linear fc(nn::LinearOptions(4, 3), generator), other(nn::LinearOptions(4, 3), generator);
+  const LinearWeights weights = other.sequence_weights();
+  CHECK_THROWS_WITH(fc.forward(randn({2, 4}, generator), weights),
+                    Contains("belong to another layer"));
+  CHECK_THROWS_WITH(other.forward(randn({2, 5}, generator), weights),
+                    Contains("linear: x has shape (2,5) but the weight is (3,4)"));
+}
+
 // ---- Embedding ----------------------------------------------------------------
 
 TEST_CASE("Embedding picks rows and shapes the output like the ids", "[nn][embedding]") {
