@@ -93,6 +93,19 @@ void retain_grad(const Tensor& t) {
   t.impl().retains_grad = true;
 }
 
+void set_post_accumulate_grad_hook(const Tensor& leaf, std::function<void(const Tensor&)> hook) {
+  check(leaf.defined(), "set_post_accumulate_grad_hook: the tensor is undefined");
+  if (!hook) {
+    leaf.impl().post_accumulate_grad_hook.reset();
+    return;
+  }
+  check(leaf.is_leaf() && leaf.requires_grad(),
+        "set_post_accumulate_grad_hook: only a leaf that requires grad keeps a gradient to hook; "
+        "call requires_grad_ on it first (a computed tensor has no grad to accumulate)");
+  leaf.impl().post_accumulate_grad_hook =
+      std::make_shared<const std::function<void(const Tensor&)>>(std::move(hook));
+}
+
 Tensor detach(const Tensor& t) { return t.as_strided(t.shape(), t.strides(), t.offset()); }
 
 namespace {
@@ -242,6 +255,9 @@ void backward(const Tensor& root, const Tensor& grad_output, bool retain_graph) 
 
     if (!impl.grad_fn) {  // a leaf: this is where gradients are kept
       accumulate_into(impl.grad, gradient);
+      // Its gradient is complete: `pending` summed every contribution first.
+      // (A copy of the handle, so a hook may remove itself.)
+      if (const auto hook = impl.post_accumulate_grad_hook) (*hook)(Tensor(*it));
       continue;
     }
     if (impl.retains_grad) accumulate_into(impl.grad, gradient);

@@ -8,6 +8,8 @@
 // engine accumulates, it never overwrites.
 #pragma once
 
+#include <functional>
+
 #include "autograd/node.hpp"
 #include "tensor/tensor.hpp"
 
@@ -48,6 +50,15 @@ void zero_grad(const Tensor& t);
 void retain_grad(const Tensor& t);
 // Same values, same storage, no history: gradients stop here.
 Tensor detach(const Tensor& t);
+
+// Run hook(leaf) inside every backward() that reaches `leaf`, as soon as the
+// leaf's gradient for that pass is complete in grad(leaf): every op that used
+// the leaf has run its backward by then, so nothing reads the leaf's values
+// afterwards in that pass (PyTorch's register_post_accumulate_grad_hook).
+// This is how an optimizer updates a parameter while its gradient is still in
+// cache (nn::Optimizer::step_in_backward). One hook per leaf: setting another
+// replaces it; an empty function removes it.
+void set_post_accumulate_grad_hook(const Tensor& leaf, std::function<void(const Tensor&)> hook);
 
 // ---- Backward -------------------------------------------------------------
 

@@ -72,25 +72,47 @@ Optimizer::Optimizer(std::string type_name, std::vector<ParameterGroup> groups, 
         type_name_);
 }
 
-Optimizer::~Optimizer() = default;
+// The hooks hold `this`; they must not outlive it.
+Optimizer::~Optimizer() {
+  if (steps_in_backward_) step_in_backward(false);
+}
 
 void Optimizer::step() {
-  NoGradGuard no_grad;
   ++step_count_;
-  for (ParameterState& state : states_) {
-    const Tensor gradient = grad(state.parameter);
-    if (!gradient.defined()) continue;
-    check(gradient.shape() == state.parameter.shape(),
-          "{}.step: parameter '{}' has shape {} but its gradient has shape {}", type_name_,
-          state.name, state.parameter.shape(), gradient.shape());
-    if (state.buffers.empty()) {
-      for (size_t i = 0; i < buffer_names_.size(); ++i) {
-        state.buffers.push_back(zeros(state.parameter.shape()));
-      }
+  for (ParameterState& state : states_) update_from_gradient(state);
+}
+
+// Each hook updates its own parameter (states_ never changes size after the
+// constructor, so the index stays valid) and frees the gradient: the next
+// backward starts from zero, and its memory returns to the cache still warm.
+void Optimizer::step_in_backward(bool on) {
+  for (size_t i = 0; i < states_.size(); ++i) {
+    std::function<void(const Tensor&)> hook;
+    if (on) {
+      hook = [this, i](const Tensor& parameter) {
+        update_from_gradient(states_[i]);
+        attograd::zero_grad(parameter);
+      };
     }
-    ++state.steps;
-    update(state, gradient.contiguous_data(), group_lrs_[state.group]);
+    set_post_accumulate_grad_hook(states_[i].parameter, std::move(hook));
   }
+  steps_in_backward_ = on;
+}
+
+void Optimizer::update_from_gradient(ParameterState& state) {
+  NoGradGuard no_grad;
+  const Tensor gradient = grad(state.parameter);
+  if (!gradient.defined()) return;
+  check(gradient.shape() == state.parameter.shape(),
+        "{}.step: parameter '{}' has shape {} but its gradient has shape {}", type_name_,
+        state.name, state.parameter.shape(), gradient.shape());
+  if (state.buffers.empty()) {
+    for (size_t i = 0; i < buffer_names_.size(); ++i) {
+      state.buffers.push_back(zeros(state.parameter.shape()));
+    }
+  }
+  ++state.steps;
+  update(state, gradient.contiguous_data(), group_lrs_[state.group]);
 }
 
 void Optimizer::zero_grad() {

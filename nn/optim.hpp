@@ -70,6 +70,16 @@ class Optimizer {
   virtual void step();
   // Forget every parameter's gradient, so the next backward starts from zero.
   void zero_grad();
+  // Make each parameter's update inside backward() instead, as soon as its
+  // gradient is complete — while the gradient is still in cache — and free
+  // the gradient then (set_post_accumulate_grad_hook). The updates are the
+  // ones step() would make, bit for bit; step() must still follow backward(),
+  // to count the step (and to update any parameter whose gradient was set
+  // some other way). Not for anything that needs every gradient before the
+  // first update, such as clipping by the global norm. step_in_backward(false)
+  // turns it off; destroying the optimizer does too.
+  void step_in_backward(bool on = true);
+  bool steps_in_backward() const { return steps_in_backward_; }
 
   // "SGD" or "Adam": checkpoints record it so state is never loaded into the
   // wrong kind of optimizer.
@@ -117,6 +127,10 @@ class Optimizer {
   // state.steps already counts this update.
   virtual void update(ParameterState& state, const Tensor& gradient, double lr) = 0;
 
+  // The update of one parameter from its gradient, if it has one: what
+  // step() does for each parameter and a backward hook for one.
+  void update_from_gradient(ParameterState& state);
+
  private:
   // buffer_names_, then "step" when each parameter's count is saved.
   std::vector<std::string> per_parameter_kinds() const;
@@ -127,6 +141,7 @@ class Optimizer {
   bool saves_parameter_steps_;
   std::vector<ParameterState> states_;
   int64_t step_count_ = 0;
+  bool steps_in_backward_ = false;
 };
 
 // ---- SGD -------------------------------------------------------------------

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -20,6 +21,7 @@
 namespace attograd {
 
 struct Node;  // autograd/node.hpp
+class Tensor;
 
 // A block of `size` reals aligned to 64 bytes (one cache line, one AVX-512
 // register), so SIMD loads from the start of a storage never split a line.
@@ -68,6 +70,9 @@ struct TensorImpl {
   bool retains_grad = false;  // keep .grad on a non-leaf after backward
   std::shared_ptr<TensorImpl> grad;
   std::shared_ptr<Node> grad_fn;  // null for leaves and constants
+  // A leaf's hook, run by backward() once the leaf's gradient is complete
+  // (set_post_accumulate_grad_hook in autograd/engine.hpp); usually null.
+  std::shared_ptr<const std::function<void(const Tensor&)>> post_accumulate_grad_hook;
 };
 
 class Tensor {

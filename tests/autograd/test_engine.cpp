@@ -258,3 +258,39 @@ TEST_CASE("max sends the gradient to the first maximum", "[autograd][engine]") {
   CHECK(argmax(x, 1) == std::vector<int64_t>{1, 0});
   CHECK(argmax(x, 0) == std::vector<int64_t>{1, 0, 1});
 }
+
+TEST_CASE("a post-accumulate-grad hook sees the leaf's whole gradient once per backward",
+          "[autograd][engine]") {
+  const Tensor x = requires_grad_(from_vector({1, 2}));
+  const Tensor w = requires_grad_(from_vector({3, -1}));
+  std::vector<std::vector<real>> seen;
+  set_post_accumulate_grad_hook(x, [&](const Tensor& leaf) {
+    CHECK(leaf.same(x));
+    seen.push_back(grad(leaf).to_vector());
+  });
+  // x reaches the loss by two paths; the hook runs once, after both: 2x + w.
+  backward(sum(x * x + x * w));
+  REQUIRE(seen.size() == 1);
+  CHECK(seen[0] == std::vector<real>{5, 3});
+  // A second backward accumulates (no zero_grad) and the hook sees the sum.
+  backward(sum(x * w));
+  REQUIRE(seen.size() == 2);
+  CHECK(seen[1] == std::vector<real>{8, 2});
+  // A backward that does not reach x leaves the hook alone.
+  backward(sum(w * w));
+  CHECK(seen.size() == 2);
+  // Removed, it runs no more.
+  set_post_accumulate_grad_hook(x, {});
+  backward(sum(x));
+  CHECK(seen.size() == 2);
+}
+
+TEST_CASE("post-accumulate-grad hooks go on leaves that require grad", "[autograd][engine]") {
+  const Tensor x = requires_grad_(from_vector({1, 2}));
+  const Tensor y = x * 2;
+  auto nothing = [](const Tensor&) {};
+  CHECK_THROWS_WITH(set_post_accumulate_grad_hook(y, nothing),
+                    Catch::Matchers::Contains("only a leaf that requires grad"));
+  CHECK_THROWS_WITH(set_post_accumulate_grad_hook(from_vector({1}), nothing),
+                    Catch::Matchers::Contains("only a leaf that requires grad"));
+}

@@ -215,6 +215,86 @@ TEST_CASE("Parameters without a gradient are skipped and keep their own step cou
   }
 }
 
+// ---- Updating inside backward ------------------------------------------------------
+
+namespace {
+
+// L = Σ (W x + b − y)² + 0.1 Σ W²: W reaches the loss by two paths, so its
+// hook must wait for both contributions.
+void backward_twice_used(Affine& model) {
+  const Tensor x = from_vector({0.5, -1.0, 2.0}, {3, 1});
+  const Tensor y = from_vector({1.0, -1.0}, {2, 1});
+  backward(sum(pow(matmul(model.weight, x) + reshape(model.bias, {2, 1}) - y, 2)) +
+           sum(model.weight * model.weight) * real(0.1));
+}
+
+}  // namespace
+
+TEST_CASE("step_in_backward makes step()'s updates bit for bit and frees the gradients",
+          "[optim]") {
+  auto both = [](auto make_optimizer) {
+    Affine after(5), inside(5);
+    auto plain = make_optimizer(after);
+    auto fused = make_optimizer(inside);
+    fused->step_in_backward();
+    CHECK(fused->steps_in_backward());
+    for (int step = 0; step < 4; ++step) {
+      plain->zero_grad();
+      backward_twice_used(after);
+      plain->step();
+      fused->zero_grad();
+      const std::vector<real> before = inside.weight.to_vector();
+      backward_twice_used(inside);
+      // Updated already, to step()'s values, and the gradients are gone.
+      CHECK(inside.weight.to_vector() != before);
+      CHECK(inside.weight.to_vector() == after.weight.to_vector());
+      CHECK_FALSE(grad(inside.weight).defined());
+      CHECK_FALSE(grad(inside.bias).defined());
+      fused->step();
+      CHECK(inside.weight.to_vector() == after.weight.to_vector());
+      CHECK(inside.bias.to_vector() == after.bias.to_vector());
+    }
+    CHECK(fused->step_count() == plain->step_count());
+    const nn::NamedTensors plain_state = plain->state(), fused_state = fused->state();
+    REQUIRE(plain_state.size() == fused_state.size());
+    for (size_t i = 0; i < plain_state.size(); ++i) {
+      INFO(plain_state[i].first);
+      CHECK(fused_state[i].first == plain_state[i].first);
+      CHECK(fused_state[i].second.to_vector() == plain_state[i].second.to_vector());
+    }
+  };
+  SECTION("SGD with momentum and weight decay") {
+    both([](Affine& model) {
+      return std::make_unique<nn::SGD>(model.named_parameters(),
+                                       nn::SGDOptions(0.05).momentum(0.9).weight_decay(0.01));
+    });
+  }
+  SECTION("Adam") {
+    both([](Affine& model) {
+      return std::make_unique<nn::Adam>(model.named_parameters(), nn::AdamOptions(0.05));
+    });
+  }
+}
+
+TEST_CASE("An optimizer that steps in backward takes its hooks with it", "[optim]") {
+  Affine model(6);
+  const std::vector<real> start = model.weight.to_vector();
+  {
+    nn::SGD sgd(model.named_parameters(), nn::SGDOptions(0.1));
+    sgd.step_in_backward();
+    sgd.step_in_backward(false);  // off again: backward only accumulates
+    model.backward_once();
+    CHECK(model.weight.to_vector() == start);
+    CHECK(grad(model.weight).defined());
+    sgd.zero_grad();
+    sgd.step_in_backward();
+  }
+  // The optimizer is gone; so are its hooks.
+  model.backward_once();
+  CHECK(model.weight.to_vector() == start);
+  CHECK(grad(model.weight).defined());
+}
+
 // ---- Construction -----------------------------------------------------------------
 
 TEST_CASE("named_parameters prefixes each module's names", "[optim]") {
