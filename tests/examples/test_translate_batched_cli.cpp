@@ -22,32 +22,16 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
-#include <type_traits>
 #include <vector>
 
-#include "tensor/shape.hpp"
-#include "tests/support/picture.hpp"
-#include "tests/support/program.hpp"
+#include "tests/support/translate_program.hpp"
 
 namespace fs = std::filesystem;
 using Catch::Matchers::Contains;
 
 namespace {
 
-const fs::path kBinary = fs::path(ATTOGRAD_BINARY_DIR) / "examples" / "translate";
-const fs::path kShippedData = fs::path(ATTOGRAD_SOURCE_DIR) / "data" / "eng-fra.tsv";
-constexpr bool kFloatBuild = std::is_same_v<attograd::real, float>;
-
-namespace support = attograd::testing;
-using support::lines_of;
-using support::parse_picture;
-using support::Picture;
-using support::read_file;
-using support::require_one_line_error;
-using support::TemporaryFolder;
-using support::write_file;
-using Run = support::ProgramRun;
-const support::Program run(kBinary);
+using namespace attograd::testing::translate_program;
 
 // A quick batched run: the first 64 pairs of the shipped file, a tiny model.
 std::vector<std::string> quick_train(const fs::path& out, int epochs) {
