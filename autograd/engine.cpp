@@ -1,7 +1,7 @@
 #include "autograd/engine.hpp"
 
 #include <algorithm>
-#include <unordered_map>
+#include <cstdint>
 
 #include "autograd/ops.hpp"
 #include "tensor/factory.hpp"
@@ -190,33 +190,108 @@ void add_pending(PendingGradient& slot, const Tensor& gradient) {
   kernels::accumulate(slot.sum.data(), source.data(), slot.sum.numel());
 }
 
-// Post-order of the graph below `root` without recursion: a tensor comes after
-// every input it depends on. Inputs are visited in order, so the result is the
-// same on every run.
-std::vector<std::shared_ptr<TensorImpl>> topological_order(const Tensor& root) {
+// Numbers the tensors of one backward pass 0, 1, 2, … in the order they are
+// first seen, so that their pending gradients can live in a plain vector.
+// An open-addressing hash table: one flat array of (tensor, number) slots,
+// searched from the pointer's hash onwards to the first empty slot, and
+// doubled when half full. Unlike std::unordered_map, which allocates one
+// node per tensor, it allocates a handful of times per pass — in a graph of
+// a few dozen small tensors those allocations cost more than the arithmetic.
+class TensorNumbering {
+ public:
+  static constexpr size_t npos = static_cast<size_t>(-1);
+
+  // t's number, or npos if it has none.
+  size_t find(const TensorImpl* t) const {
+    if (slots_.empty()) return npos;
+    for (size_t i = home(t);; i = (i + 1) & (slots_.size() - 1)) {
+      if (slots_[i].tensor == t) return slots_[i].number;
+      if (slots_[i].tensor == nullptr) return npos;
+    }
+  }
+
+  // Gives t the next number; false (and no change) if it already has one.
+  bool insert(const TensorImpl* t) {
+    if (2 * (count_ + 1) > slots_.size()) grow();
+    for (size_t i = home(t);; i = (i + 1) & (slots_.size() - 1)) {
+      if (slots_[i].tensor == t) return false;
+      if (slots_[i].tensor == nullptr) {
+        slots_[i] = {t, count_++};
+        return true;
+      }
+    }
+  }
+
+  size_t size() const { return count_; }
+
+ private:
+  struct Slot {
+    const TensorImpl* tensor = nullptr;
+    size_t number = 0;
+  };
+
+  // Where t's search starts. Heap addresses share their low bits (alignment)
+  // and high bits (the heap's region); multiplying by 2^64/φ (Fibonacci
+  // hashing) mixes every bit into the top ones, which pick the slot.
+  size_t home(const TensorImpl* t) const {
+    const uint64_t mixed = reinterpret_cast<uintptr_t>(t) * uint64_t(0x9E3779B97F4A7C15);
+    return static_cast<size_t>(mixed >> (64 - bits_));
+  }
+
+  void grow() {
+    std::vector<Slot> old = std::move(slots_);
+    bits_ = old.empty() ? 6 : bits_ + 1;  // 64 slots hold a small graph without regrowing
+    slots_.assign(size_t(1) << bits_, Slot{});
+    for (const Slot& slot : old) {
+      if (slot.tensor == nullptr) continue;
+      size_t i = home(slot.tensor);
+      while (slots_[i].tensor != nullptr) i = (i + 1) & (slots_.size() - 1);
+      slots_[i] = slot;
+    }
+  }
+
+  std::vector<Slot> slots_;  // a power of two of them
+  int bits_ = 0;             // log2(slots_.size())
+  size_t count_ = 0;
+};
+
+// The tensors backward() visits: `order` is a post-order of the graph below
+// the root without recursion (a tensor comes after every input it depends
+// on); `numbers` numbers the same tensors for the pending gradients. Inputs
+// are visited in order, so both are the same on every run.
+struct GraphOrder {
   std::vector<std::shared_ptr<TensorImpl>> order;
-  std::unordered_map<TensorImpl*, bool> seen;
+  TensorNumbering numbers;
+};
+
+GraphOrder topological_order(const Tensor& root) {
+  // Room for a small graph from the start, rather than growing 1, 2, 4, 8 …
+  constexpr size_t kSmallGraph = 64;
+  GraphOrder graph;
+  graph.order.reserve(kSmallGraph);
   struct Frame {
     std::shared_ptr<TensorImpl> impl;
     size_t next_input;
   };
-  std::vector<Frame> stack{{root.impl_ptr(), 0}};
-  seen[root.impl_ptr().get()] = true;
+  std::vector<Frame> stack;
+  stack.reserve(kSmallGraph);
+  stack.push_back({root.impl_ptr(), 0});
+  graph.numbers.insert(root.impl_ptr().get());
   while (!stack.empty()) {
     Frame& frame = stack.back();
     const auto& node = frame.impl->grad_fn;
     if (node && frame.next_input < node->inputs.size()) {
       const Tensor& input = node->inputs[frame.next_input++];
-      if (input.defined() && input.requires_grad() && !seen[input.impl_ptr().get()]) {
-        seen[input.impl_ptr().get()] = true;
+      if (input.defined() && input.requires_grad() &&
+          graph.numbers.insert(input.impl_ptr().get())) {
         stack.push_back({input.impl_ptr(), 0});  // invalidates `frame`; loop re-reads it
       }
       continue;
     }
-    order.push_back(std::move(frame.impl));
+    graph.order.push_back(std::move(frame.impl));
     stack.pop_back();
   }
-  return order;
+  return graph;
 }
 
 }  // namespace
@@ -240,18 +315,17 @@ void backward(const Tensor& root, const Tensor& grad_output, bool retain_graph) 
         seed.shape(), root.shape());
 
   NoGradGuard no_grad;  // the closures' own arithmetic is not recorded
-  std::vector<std::shared_ptr<TensorImpl>> order = topological_order(root);
-  std::unordered_map<TensorImpl*, PendingGradient> pending;
-  pending[root.impl_ptr().get()] = PendingGradient{seed, true};
+  const GraphOrder graph = topological_order(root);
+  // pending[numbers.find(t)]: the gradient summed so far for tensor t.
+  std::vector<PendingGradient> pending(graph.numbers.size());
+  pending[graph.numbers.find(root.impl_ptr().get())] = PendingGradient{seed, true};
 
   // Reverse post-order: each tensor is processed after everything that uses it.
-  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+  for (auto it = graph.order.rbegin(); it != graph.order.rend(); ++it) {
     TensorImpl& impl = **it;
-    auto found = pending.find(&impl);
-    if (found == pending.end()) continue;  // no gradient reached it
-    const Tensor gradient =
-        std::move(found->second.sum);  // any layout; closures must not assume contiguity
-    pending.erase(found);
+    PendingGradient& slot = pending[graph.numbers.find(&impl)];
+    if (!slot.sum.defined()) continue;            // no gradient reached it
+    const Tensor gradient = std::move(slot.sum);  // any layout; closures must not assume contiguity
 
     if (!impl.grad_fn) {  // a leaf: this is where gradients are kept
       accumulate_into(impl.grad, gradient);
@@ -277,7 +351,8 @@ void backward(const Tensor& root, const Tensor& grad_output, bool retain_graph) 
             "backward: op '{}' returned a gradient of shape {} for its input {} of shape {} (a "
             "bug in the op: the gradient must have the input's shape or broadcast from it)",
             node.name, input_grads[i].shape(), i, input.shape());
-      add_pending(pending[input.impl_ptr().get()], sum_to(input_grads[i], input.shape()));
+      add_pending(pending[graph.numbers.find(input.impl_ptr().get())],
+                  sum_to(input_grads[i], input.shape()));
     }
     if (!retain_graph) {
       node.backward = nullptr;  // frees the saved tensors

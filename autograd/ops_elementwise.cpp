@@ -24,15 +24,31 @@ Strides broadcast_strides(const Tensor& t, const Shape& shape) {
   return strides;
 }
 
+namespace {
+
+// How an operand steps through the output's elements in row-major order: 1 if
+// it is laid out exactly like the output (same shape, contiguous), 0 if it is
+// one value repeated everywhere, −1 if it needs the row-by-row loop.
+int64_t flat_step(const Tensor& t, const Shape& shape) {
+  if (t.shape() == shape && t.is_contiguous()) return 1;
+  return t.numel() == 1 ? 0 : -1;
+}
+
+}  // namespace
+
 Tensor binary_values(kernels::Binary op, const char* name, const Tensor& a_in, const Tensor& b_in) {
   check_defined(name, a_in);
   check_defined(name, b_in);
   const Shape shape = broadcast_shapes(name, a_in.shape(), b_in.shape());
   Tensor out = Tensor::empty(shape);
   if (out.numel() == 0) return out;
-  if (a_in.shape() == shape && b_in.shape() == shape && a_in.is_contiguous() &&
-      b_in.is_contiguous()) {
-    kernels::binary_forward(op, out.data(), a_in.data(), 1, b_in.data(), 1, out.numel());
+  // Each operand contiguous in the output's shape, or a single number (x * 0.5,
+  // a scalar weight): one kernel call covers the whole output.
+  const int64_t a_flat_step = flat_step(a_in, shape);
+  const int64_t b_flat_step = flat_step(b_in, shape);
+  if (a_flat_step >= 0 && b_flat_step >= 0) {
+    kernels::binary_forward(op, out.data(), a_in.data(), a_flat_step, b_in.data(), b_flat_step,
+                            out.numel());
     return out;
   }
   // Row by row along the last axis; the kernel wants each operand's step
@@ -73,8 +89,8 @@ Tensor add(const Tensor& a, const Tensor& b) {
 // y = a − b          da = dy,  db = −dy
 Tensor sub(const Tensor& a, const Tensor& b) {
   Tensor y = detail::binary_values(Binary::sub, "sub", a, b);
-  return record("sub", y, {a, b}, [](const Tensor& dy) {
-    return std::vector<Tensor>{dy, neg(dy)};
+  return record("sub", y, {a, b}, [need_b = b.requires_grad()](const Tensor& dy) {
+    return std::vector<Tensor>{dy, need_b ? neg(dy) : Tensor()};
   });
 }
 

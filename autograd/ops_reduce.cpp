@@ -16,13 +16,16 @@ struct AxisSplit {
   int64_t outer = 1, n = 1, inner = 1;
 };
 
-AxisSplit split_at(const Shape& shape, int64_t axis) {
+// The axes first..last (adjacent) taken together as the middle one.
+AxisSplit split_at(const Shape& shape, int64_t first, int64_t last) {
   AxisSplit split;
-  for (int64_t i = 0; i < axis; ++i) split.outer *= shape[i];
-  split.n = shape[axis];
-  for (int64_t i = axis + 1; i < shape.ndim(); ++i) split.inner *= shape[i];
+  for (int64_t i = 0; i < first; ++i) split.outer *= shape[i];
+  for (int64_t i = first; i <= last; ++i) split.n *= shape[i];
+  for (int64_t i = last + 1; i < shape.ndim(); ++i) split.inner *= shape[i];
   return split;
 }
+
+AxisSplit split_at(const Shape& shape, int64_t axis) { return split_at(shape, axis, axis); }
 
 // Sorted, de-duplicated, non-negative axes.
 std::vector<int64_t> normalize_axes(const char* op, const std::vector<int64_t>& axes,
@@ -58,13 +61,19 @@ Tensor sum(const Tensor& x, const std::vector<int64_t>& axes_in, bool keepdim) {
   detail::check_defined("sum", x);
   const std::vector<int64_t> axes = normalize_axes("sum", axes_in, x.dim());
   Tensor values = x.contiguous_data();
-  for (int64_t axis : axes) {  // one axis at a time, keeping dims so axis numbers stay valid
-    const AxisSplit split = split_at(values.shape(), axis);
+  // One run of adjacent axes at a time, keeping dims so axis numbers stay
+  // valid. A run is summed in one pass, as a single axis of their combined
+  // size: all of an (N,K) is one sum of N·K numbers, not N rows folded together.
+  for (size_t first = 0; first < axes.size();) {
+    size_t last = first;
+    while (last + 1 < axes.size() && axes[last + 1] == axes[last] + 1) ++last;
+    const AxisSplit split = split_at(values.shape(), axes[first], axes[last]);
     Shape reduced = values.shape();
-    reduced[axis] = 1;
+    for (size_t i = first; i <= last; ++i) reduced[axes[i]] = 1;
     Tensor out = Tensor::empty(reduced);
     kernels::sum_axis_forward(out.data(), values.data(), split.outer, split.n, split.inner);
     values = out;
+    first = last + 1;
   }
   const Shape keep_shape = values.shape();
   if (!keepdim) values = with_shape(values, drop_axes(keep_shape, axes));

@@ -74,8 +74,11 @@ real sum(const real* x, int64_t n) {
     acc3 += load(x + i + 3 * W);
   }
   for (; i + W <= n; i += W) acc0 += load(x + i);
-  if (i < n) acc1 += load_partial(x + i, n - i, 0);
-  return xsimd::hadd((acc0 + acc1) + (acc2 + acc3));
+  real total = xsimd::hadd((acc0 + acc1) + (acc2 + acc3));
+  // The last n % W values one by one: cheaper than padding a batch through
+  // memory when this is called once per short row (a softmax over 49 keys).
+  for (; i < n; ++i) total += x[i];
+  return total;
 }
 
 // max of x[i] for i < n (−∞ for n = 0).

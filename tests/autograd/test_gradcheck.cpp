@@ -176,7 +176,7 @@ std::vector<GradcheckRow> gradcheck_table() {
   for (bool keepdim : {false, true}) {
     const std::string kd = keepdim ? " keepdim" : "";
     for (std::vector<int64_t> axes :
-         std::vector<std::vector<int64_t>>{{0}, {1}, {2}, {-1}, {0, 2}}) {
+         std::vector<std::vector<int64_t>>{{0}, {1}, {2}, {-1}, {0, 2}, {1, 2}}) {
       rows.push_back({fmt::format("sum: axes {}{}", fmt::join(axes, ","), kd),
                       [axes, keepdim](const Inputs& x) { return sum(x[0], axes, keepdim); },
                       each_shape(any_values, {{2, 3, 4}, {7, 1, 9}}), "linear"});
