@@ -412,8 +412,22 @@ void matmul_xn(real* c, LeftOperand a, const real* b, int64_t M, int64_t K, int6
     for (; i + 4 <= M; i += 4) {
       row_block<4>(c + i * N, a.shifted(i, k0), b + k0 * N, N, kc, accumulate_into_c);
     }
-    for (; i < M; ++i) {
-      row_block<1>(c + i * N, a.shifted(i, k0), b + k0 * N, N, kc, accumulate_into_c);
+    // The last 1–3 rows as one block too: one at a time, each would read
+    // all of b again (a sentence of 7 words is one block of 4 and 3 rows).
+    const LeftOperand rest = a.shifted(i, k0);
+    const real* b_block = b + k0 * N;
+    switch (M - i) {
+      case 3:
+        row_block<3>(c + i * N, rest, b_block, N, kc, accumulate_into_c);
+        break;
+      case 2:
+        row_block<2>(c + i * N, rest, b_block, N, kc, accumulate_into_c);
+        break;
+      case 1:
+        row_block<1>(c + i * N, rest, b_block, N, kc, accumulate_into_c);
+        break;
+      default:
+        break;
     }
   }
 }
@@ -423,61 +437,62 @@ void matmul_nn(real* c, const real* a, const real* b, int64_t M, int64_t K, int6
   matmul_xn(c, LeftOperand{a, K, 1}, b, M, K, N);
 }
 
+// R rows of c (row stride N), columns [j0, j1): rows of a (stride K) against
+// rows of b (stride K). Each row of b is loaded once for all R rows of a (2R
+// independent FMA chains), and each entry is summed exactly as dot() sums it:
+// even and odd batches in two accumulators, the ragged tail into the odd one.
+template <int R>
+void nt_rows(real* c, const real* a, const real* b, int64_t K, int64_t N, int64_t j0, int64_t j1) {
+  for (int64_t j = j0; j < j1; ++j) {
+    const real* row = b + j * K;
+    std::array<Batch, R> even, odd;
+    even.fill(Batch(real(0)));
+    odd.fill(Batch(real(0)));
+    int64_t k = 0;
+    for (; k + 2 * W <= K; k += 2 * W) {
+      const Batch first = load(row + k), second = load(row + k + W);
+      for (int r = 0; r < R; ++r) {
+        even[r] = xsimd::fma(load(a + r * K + k), first, even[r]);
+        odd[r] = xsimd::fma(load(a + r * K + k + W), second, odd[r]);
+      }
+    }
+    for (; k + W <= K; k += W) {
+      const Batch first = load(row + k);
+      for (int r = 0; r < R; ++r) even[r] = xsimd::fma(load(a + r * K + k), first, even[r]);
+    }
+    if (k < K) {
+      const int64_t rest = K - k;
+      const Batch last = load_partial(row + k, rest, 0);
+      for (int r = 0; r < R; ++r) {
+        odd[r] = xsimd::fma(load_partial(a + r * K + k, rest, 0), last, odd[r]);
+      }
+    }
+    for (int r = 0; r < R; ++r) c[r * N + j] = xsimd::hadd(even[r] + odd[r]);
+  }
+}
+
 // c = a @ bᵀ where b is stored (N, K): every entry is a dot product of two
-// contiguous rows, which is what Linear's forward (x @ Wᵀ) needs. Four rows of
-// a meet each row of b at once (eight independent FMA chains instead of two,
-// and b read once per four rows), and the loop is blocked over the rows of b
-// so that a block stays in cache while every row of a meets it. Each entry is
-// summed exactly as dot() sums it.
+// contiguous rows, which is what Linear's forward (x @ Wᵀ) needs. Rows of a
+// meet b four at a time (the last 1–3 together), and the loop is blocked over
+// the rows of b so that a block stays in cache while every row of a meets it.
 void matmul_nt(real* c, const real* a, const real* b, int64_t M, int64_t K, int64_t N) {
   constexpr int64_t kBlockN = 32;
   for (int64_t j0 = 0; j0 < N; j0 += kBlockN) {
     const int64_t j1 = std::min(N, j0 + kBlockN);
     int64_t i = 0;
-    for (; i + 4 <= M; i += 4) {
-      const real* a0 = a + i * K;
-      const real* a1 = a0 + K;
-      const real* a2 = a1 + K;
-      const real* a3 = a2 + K;
-      for (int64_t j = j0; j < j1; ++j) {
-        const real* row = b + j * K;
-        Batch even0(real(0)), even1(real(0)), even2(real(0)), even3(real(0));
-        Batch odd0(real(0)), odd1(real(0)), odd2(real(0)), odd3(real(0));
-        int64_t k = 0;
-        for (; k + 2 * W <= K; k += 2 * W) {
-          const Batch first = load(row + k), second = load(row + k + W);
-          even0 = xsimd::fma(load(a0 + k), first, even0);
-          even1 = xsimd::fma(load(a1 + k), first, even1);
-          even2 = xsimd::fma(load(a2 + k), first, even2);
-          even3 = xsimd::fma(load(a3 + k), first, even3);
-          odd0 = xsimd::fma(load(a0 + k + W), second, odd0);
-          odd1 = xsimd::fma(load(a1 + k + W), second, odd1);
-          odd2 = xsimd::fma(load(a2 + k + W), second, odd2);
-          odd3 = xsimd::fma(load(a3 + k + W), second, odd3);
-        }
-        for (; k + W <= K; k += W) {
-          const Batch first = load(row + k);
-          even0 = xsimd::fma(load(a0 + k), first, even0);
-          even1 = xsimd::fma(load(a1 + k), first, even1);
-          even2 = xsimd::fma(load(a2 + k), first, even2);
-          even3 = xsimd::fma(load(a3 + k), first, even3);
-        }
-        if (k < K) {
-          const int64_t rest = K - k;
-          const Batch last = load_partial(row + k, rest, 0);
-          odd0 = xsimd::fma(load_partial(a0 + k, rest, 0), last, odd0);
-          odd1 = xsimd::fma(load_partial(a1 + k, rest, 0), last, odd1);
-          odd2 = xsimd::fma(load_partial(a2 + k, rest, 0), last, odd2);
-          odd3 = xsimd::fma(load_partial(a3 + k, rest, 0), last, odd3);
-        }
-        c[i * N + j] = xsimd::hadd(even0 + odd0);
-        c[(i + 1) * N + j] = xsimd::hadd(even1 + odd1);
-        c[(i + 2) * N + j] = xsimd::hadd(even2 + odd2);
-        c[(i + 3) * N + j] = xsimd::hadd(even3 + odd3);
-      }
-    }
-    for (; i < M; ++i) {
-      for (int64_t j = j0; j < j1; ++j) c[i * N + j] = dot(a + i * K, b + j * K, K);
+    for (; i + 4 <= M; i += 4) nt_rows<4>(c + i * N, a + i * K, b, K, N, j0, j1);
+    switch (M - i) {
+      case 3:
+        nt_rows<3>(c + i * N, a + i * K, b, K, N, j0, j1);
+        break;
+      case 2:
+        nt_rows<2>(c + i * N, a + i * K, b, K, N, j0, j1);
+        break;
+      case 1:
+        nt_rows<1>(c + i * N, a + i * K, b, K, N, j0, j1);
+        break;
+      default:
+        break;
     }
   }
 }

@@ -317,6 +317,12 @@ void Tensor::fill_(real value) {
 void Tensor::copy_from(const Tensor& src) {
   check(src.shape() == shape(), "copy_from: source shape {} differs from destination shape {}",
         src.shape(), shape());
+  if (numel() == 0) return;
+  if (is_contiguous() && src.is_contiguous()) {  // one block; memmove, as the two may overlap
+    std::memmove(data(), src.data(), sizeof(real) * static_cast<size_t>(numel()));
+    return;
+  }
+  // Through a copy, so a source that overlaps this tensor is read before it is written.
   const std::vector<real> values = src.to_vector();
   real* base = storage()->data();
   for_each_offset(shape(), strides(), offset(),

@@ -194,6 +194,28 @@ TEST_CASE("fill_ and copy_from write through a view", "[tensor][views]") {
   CHECK(as_doubles(x) == std::vector<double>{9, 3, 6, 9, 4, 7, 9, 5, 8});
 }
 
+TEST_CASE("copy_from copies contiguous blocks and overlapping views correctly", "[tensor][views]") {
+  // Both contiguous: one block (a row of a matrix into another row).
+  Tensor x = reshape(arange(0, 6), {2, 3});
+  select(x, 0, 1).copy_from(select(x, 0, 0));
+  CHECK(as_doubles(x) == std::vector<double>{0, 1, 2, 0, 1, 2});
+  // Overlapping contiguous ranges of one storage, either direction.
+  Tensor y = arange(0, 6);
+  slice(y, 0, 1, 6).copy_from(slice(y, 0, 0, 5));
+  CHECK(as_doubles(y) == std::vector<double>{0, 0, 1, 2, 3, 4});
+  Tensor z = arange(0, 6);
+  slice(z, 0, 0, 5).copy_from(slice(z, 0, 1, 6));
+  CHECK(as_doubles(z) == std::vector<double>{1, 2, 3, 4, 5, 5});
+  // A matrix onto its own transpose: read whole before anything is written.
+  Tensor m = reshape(arange(0, 4), {2, 2});
+  m.copy_from(transpose(m, 0, 1));
+  CHECK(as_doubles(m) == std::vector<double>{0, 2, 1, 3});
+  // Nothing to copy.
+  Tensor empty = zeros({0, 3});
+  empty.copy_from(zeros({0, 3}));
+  CHECK(empty.numel() == 0);
+}
+
 // ---------------------------------------------------------------- factories
 
 TEST_CASE("deterministic factories", "[tensor][factory]") {
