@@ -28,7 +28,6 @@
 #include <string>
 #include <vector>
 
-
 #include "examples/common/cli.hpp"
 #include "examples/common/svg_plot.hpp"
 #include "examples/translate/batched_recipe.hpp"
