@@ -5,8 +5,6 @@
 //
 // It runs the built binary ATTOGRAD_BINARY_DIR/examples/nw_regression, so the
 // example target must be built before the tests run (CI builds everything).
-#include <expat.h>
-#include <fmt/format.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,6 +19,7 @@
 #include <vector>
 
 #include "tests/support/program.hpp"
+#include "tests/support/svg.hpp"
 
 namespace fs = std::filesystem;
 
@@ -72,70 +71,33 @@ struct Picture {
 };
 
 Picture parse_picture(const std::string& svg) {
-  struct State {
-    Picture picture;
-    std::vector<std::string> groups;  // class of each open <g>, innermost last
-    std::vector<std::string> names;   // data-name of each open <g>
-    int depth = 0;
-    bool in_text = false;
-  } state;
-  XML_Parser parser = XML_ParserCreate("UTF-8");
-  XML_SetUserData(parser, &state);
-  XML_SetElementHandler(
-      parser,
-      [](void* data, const XML_Char* name, const XML_Char** attributes) {
-        auto& state = *static_cast<State*>(data);
-        std::map<std::string, std::string> attribute;
-        for (int i = 0; attributes[i] != nullptr; i += 2)
-          attribute[attributes[i]] = attributes[i + 1];
-        const std::string tag = name;
-        if (state.depth++ == 0) state.picture.root = tag;
-        const std::string series = state.names.empty() ? "" : state.names.back();
-        const bool in_heatmap = !state.groups.empty() && state.groups.back().find("heatmap") == 0;
-        if (tag == "g") {
-          const std::string group_class = attribute["class"];
-          if (group_class == "series") {
-            state.picture.series_kind[attribute["data-name"]] = attribute["data-kind"];
-            state.picture.series_points[attribute["data-name"]] = 0;
-          }
-          if (group_class == "colorbar") state.picture.has_colorbar = true;
-          if (group_class == "legend") state.picture.has_legend = true;
-          state.groups.push_back(group_class);
-          state.names.push_back(group_class == "series" ? attribute["data-name"] : series);
-        } else if (tag == "polyline" && !series.empty()) {
-          std::istringstream points(attribute["points"]);
-          std::size_t count = 0;
-          for (std::string point; points >> point;) ++count;
-          state.picture.series_points[series] += count;
-        } else if (tag == "circle" && !series.empty()) {
-          ++state.picture.series_points[series];
-        } else if (tag == "rect" && in_heatmap) {
-          ++state.picture.heatmap_cells;
-        } else if (tag == "text" || tag == "tspan") {
-          state.picture.texts.emplace_back();
-          state.in_text = true;
-        }
-      },
-      [](void* data, const XML_Char* name) {
-        auto& state = *static_cast<State*>(data);
-        --state.depth;
-        if (std::string(name) == "g") {
-          state.groups.pop_back();
-          state.names.pop_back();
-        }
-        if (std::string(name) == "text") state.in_text = false;
-      });
-  XML_SetCharacterDataHandler(parser, [](void* data, const XML_Char* text, int length) {
-    auto& state = *static_cast<State*>(data);
-    if (state.in_text) state.picture.texts.back().append(text, static_cast<std::size_t>(length));
-  });
-  if (XML_Parse(parser, svg.data(), static_cast<int>(svg.size()), /*isFinal=*/1) ==
-      XML_STATUS_ERROR) {
-    state.picture.error = fmt::format("line {}: {}", XML_GetCurrentLineNumber(parser),
-                                      XML_ErrorString(XML_GetErrorCode(parser)));
+  const support::ParsedSvg parsed = support::parse_svg(svg);
+  Picture picture;
+  picture.error = parsed.error;
+  if (!parsed.elements.empty()) picture.root = parsed.elements.front().tag;
+  for (const support::Element& element : parsed.elements) {
+    const bool in_heatmap = !element.groups.empty() && element.groups.back().find("heatmap") == 0;
+    if (element.tag == "g") {
+      const std::string group_class = element.attribute("class");
+      if (group_class == "colorbar") picture.has_colorbar = true;
+      if (group_class == "legend") picture.has_legend = true;
+      if (group_class != "series") continue;
+      // A series' points: the points of its polylines and its circles.
+      const std::string name = element.attribute("data-name");
+      picture.series_kind[name] = element.attribute("data-kind");
+      std::size_t count = parsed.count_in_series(name, "circle");
+      for (const support::Element* line : parsed.in_series(name, "polyline")) {
+        std::istringstream points(line->attribute("points"));
+        for (std::string point; points >> point;) ++count;
+      }
+      picture.series_points[name] = count;
+    } else if (element.tag == "rect" && in_heatmap) {
+      ++picture.heatmap_cells;
+    } else if (element.tag == "text" || element.tag == "tspan") {
+      picture.texts.push_back(element.text);
+    }
   }
-  XML_ParserFree(parser);
-  return state.picture;
+  return picture;
 }
 
 Picture load_picture(const fs::path& path) {

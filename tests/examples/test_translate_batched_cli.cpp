@@ -10,7 +10,6 @@
 // second. Like test_translate_cli.cpp it runs the built float program
 // ATTOGRAD_BINARY_DIR/examples/translate; in the double test binary the cases
 // return at once.
-#include <expat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 

@@ -8,7 +8,6 @@
 // target must be built before the tests run (CI builds everything). The
 // program is the float build; the double test binary would only repeat the
 // same runs, so these cases return at once there.
-#include <expat.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
