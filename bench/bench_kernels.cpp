@@ -26,24 +26,18 @@
 #include <vector>
 
 #include "attograd.hpp"
+#include "bench/timing.hpp"
 #include "tensor/parallel.hpp"
 #include "tensor/xsimd.hpp"
 
 using namespace attograd;
 
+using attograd::bench::thread_seconds;
+
 namespace {
 
 constexpr int kSamples = 7;
 constexpr double kMinimumSampleSeconds = 0.02;
-
-// Seconds of CPU time this thread has used. The machine may be shared (CI,
-// several builds on two cores), so wall-clock time would count the time the
-// thread spent waiting for a core; thread CPU time counts only the time it ran.
-double thread_seconds() {
-  timespec now{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
-  return double(now.tv_sec) + 1e-9 * double(now.tv_nsec);
-}
 
 // How many calls of `work` make one sample of at least kMinimumSampleSeconds.
 template <typename Work>

@@ -25,23 +25,20 @@
 #include <vector>
 
 #include "attograd.hpp"
+#include "bench/timing.hpp"
 #include "models/nw_regression.hpp"
 #include "tensor/parallel.hpp"
 
 using namespace attograd;
 using namespace attograd::nw_regression;
 
+using attograd::bench::thread_seconds;
+
 namespace {
 
 int trainings = 301;  // odd, so the median is one of them (argv[1] overrides)
 constexpr int64_t kEpochs = 100;
 constexpr double kLearningRate = 0.5;
-
-double thread_ms() {
-  timespec now{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
-  return double(now.tv_sec) * 1e3 + 1e-6 * double(now.tv_nsec);
-}
 
 double median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
@@ -136,9 +133,9 @@ void run(WeightShape shape) {
     attograd_loss = result.losses.back();
     attograd_w = model.w.to_vector();
 
-    const double start = thread_ms();
+    const double start = thread_seconds();
     hand_loss = hand.train(kEpochs, real(kLearningRate), w_start.to_vector());
-    hand_ms.push_back(thread_ms() - start);
+    hand_ms.push_back(1e3 * (thread_seconds() - start));
   }
 
   const double ours = median(attograd_ms) * 1e3, floor = median(hand_ms) * 1e3;

@@ -25,21 +25,18 @@
 #include <vector>
 
 #include "attograd.hpp"
+#include "bench/timing.hpp"
 #include "models/seq2seq.hpp"
 #include "models/translation/training.hpp"
 
 using namespace attograd;
 using namespace attograd::seq2seq;
 
+using attograd::bench::thread_seconds;
+
 namespace {
 
 constexpr int kSamples = 15;
-
-double thread_seconds() {
-  timespec now{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
-  return double(now.tv_sec) + 1e-9 * double(now.tv_nsec);
-}
 
 // Median seconds of one call of `work`, each sample `calls` calls.
 template <typename Work>
