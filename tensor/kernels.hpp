@@ -47,6 +47,8 @@ void matmul_forward(real* c, const real* a, Layout a_layout, const real* b, Layo
                     int64_t M, int64_t K, int64_t N);
 void bmm_forward(real* c, const real* a, Layout a_layout, int64_t a_step, const real* b,
                  Layout b_layout, int64_t b_step, int64_t batches, int64_t M, int64_t K, int64_t N);
+void add_scaled_product_tn(real* c, real alpha, const real* a, const real* b, int64_t M, int64_t K,
+                           int64_t N);
 }  // namespace scalar
 
 // out, x: (n).  out = f(x)
@@ -85,5 +87,11 @@ void matmul_forward(real* c, const real* a, Layout a_layout, const real* b, Layo
 // whole batch: many tiny products (attention's (1,K) @ (K,1)) cost one dispatch, not B.
 void bmm_forward(real* c, const real* a, Layout a_layout, int64_t a_step, const real* b,
                  Layout b_layout, int64_t b_step, int64_t batches, int64_t M, int64_t K, int64_t N);
+// c: (M,N); a: (K,M), read as aᵀ; b: (K,N).  c += α · aᵀ @ b: each entry of the
+// product summed exactly as matmul_forward(aᵀ, b) sums it, then added into c in
+// one rounding. The SGD step W −= lr · dyᵀx of a weight whose gradient is a
+// product, made without ever writing the gradient (α = −lr).
+void add_scaled_product_tn(real* c, real alpha, const real* a, const real* b, int64_t M, int64_t K,
+                           int64_t N);
 
 }  // namespace attograd::kernels

@@ -212,4 +212,15 @@ void bmm_forward(real* c, const real* a, Layout a_layout, int64_t a_step, const 
   }
 }
 
+void add_scaled_product_tn(real* c, real alpha, const real* a, const real* b, int64_t M, int64_t K,
+                           int64_t N) {
+  for (int64_t i = 0; i < M; ++i) {
+    for (int64_t j = 0; j < N; ++j) {
+      real total = 0;
+      for (int64_t k = 0; k < K; ++k) total += a[k * M + i] * b[k * N + j];
+      c[i * N + j] = std::fma(alpha, total, c[i * N + j]);
+    }
+  }
+}
+
 }  // namespace attograd::kernels::scalar

@@ -348,17 +348,30 @@ struct LeftOperand {
   }
 };
 
+// How a kernel puts its finished block t of the product into c:
+//   overwrite     c = t
+//   continue_sum  c = t, the sum started from c's value (the later blocks of a
+//                 k loop cut into blocks; the sum is the same as one unblocked)
+//   add_scaled    c = c + α·t, in one rounding: a product added into what c
+//                 already holds, the SGD update W −= lr·dyᵀx with α = −lr.
+struct Into {
+  enum class Mode { overwrite, continue_sum, add_scaled };
+  Mode mode = Mode::overwrite;
+  real alpha = 1;
+};
+
 // c (MR rows × NV·W columns, row stride ldc) = a-rows (MR × K) @ b-strip
 // (K × NV·W, row stride ldb): the register-blocked inner kernel. MR·NV
 // accumulators stay in registers for the whole K loop; each step loads NV
 // vectors of b once and reuses them for MR rows.
 template <int MR, int NV>
 void micro_kernel(real* c, int64_t ldc, LeftOperand a, const real* b, int64_t ldb, int64_t K,
-                  bool accumulate_into_c) {
+                  Into into) {
   Batch acc[MR][NV];
   for (int r = 0; r < MR; ++r) {
     for (int v = 0; v < NV; ++v) {
-      acc[r][v] = accumulate_into_c ? load(c + r * ldc + v * W) : Batch(real(0));
+      acc[r][v] =
+          into.mode == Into::Mode::continue_sum ? load(c + r * ldc + v * W) : Batch(real(0));
     }
   }
   for (int64_t k = 0; k < K; ++k) {
@@ -370,26 +383,54 @@ void micro_kernel(real* c, int64_t ldc, LeftOperand a, const real* b, int64_t ld
     }
   }
   for (int r = 0; r < MR; ++r) {
-    for (int v = 0; v < NV; ++v) acc[r][v].store_unaligned(c + r * ldc + v * W);
+    for (int v = 0; v < NV; ++v) {
+      real* out = c + r * ldc + v * W;
+      if (into.mode == Into::Mode::add_scaled) {
+        xsimd::fma(Batch(into.alpha), acc[r][v], load(out)).store_unaligned(out);
+      } else {
+        acc[r][v].store_unaligned(out);
+      }
+    }
   }
 }
 
 // MR rows of c, all N columns, over kc steps of k.
 template <int MR>
-void row_block(real* c, LeftOperand a, const real* b, int64_t N, int64_t kc,
-               bool accumulate_into_c) {
+void row_block(real* c, LeftOperand a, const real* b, int64_t N, int64_t kc, Into into) {
   int64_t j = 0;
-  for (; j + 2 * W <= N; j += 2 * W) {
-    micro_kernel<MR, 2>(c + j, N, a, b + j, N, kc, accumulate_into_c);
-  }
-  for (; j + W <= N; j += W) micro_kernel<MR, 1>(c + j, N, a, b + j, N, kc, accumulate_into_c);
+  for (; j + 2 * W <= N; j += 2 * W) micro_kernel<MR, 2>(c + j, N, a, b + j, N, kc, into);
+  for (; j + W <= N; j += W) micro_kernel<MR, 1>(c + j, N, a, b + j, N, kc, into);
   // Columns left over (fewer than W): plain dot products.
   for (; j < N; ++j) {
     for (int r = 0; r < MR; ++r) {
-      real total = accumulate_into_c ? c[r * N + j] : real(0);
+      real total = into.mode == Into::Mode::continue_sum ? c[r * N + j] : real(0);
       for (int64_t k = 0; k < kc; ++k) total += a.at(r, k) * b[k * N + j];
-      c[r * N + j] = total;
+      c[r * N + j] =
+          into.mode == Into::Mode::add_scaled ? std::fma(into.alpha, total, c[r * N + j]) : total;
     }
+  }
+}
+
+// The rows of c four at a time, then the last 1–3 rows as one block too: one
+// at a time, each would read all of b again (a sentence of 7 words is one
+// block of 4 and 3 rows).
+void row_blocks(real* c, LeftOperand a, const real* b, int64_t M, int64_t N, int64_t kc,
+                Into into) {
+  int64_t i = 0;
+  for (; i + 4 <= M; i += 4) row_block<4>(c + i * N, a.shifted(i, 0), b, N, kc, into);
+  const LeftOperand rest = a.shifted(i, 0);
+  switch (M - i) {
+    case 3:
+      row_block<3>(c + i * N, rest, b, N, kc, into);
+      break;
+    case 2:
+      row_block<2>(c + i * N, rest, b, N, kc, into);
+      break;
+    case 1:
+      row_block<1>(c + i * N, rest, b, N, kc, into);
+      break;
+    default:
+      break;
   }
 }
 
@@ -407,28 +448,8 @@ void matmul_xn(real* c, LeftOperand a, const real* b, int64_t M, int64_t K, int6
   if (K == 0) std::fill_n(c, M * N, real(0));
   for (int64_t k0 = 0; k0 < K; k0 += kBlockK) {
     const int64_t kc = std::min(kBlockK, K - k0);
-    const bool accumulate_into_c = k0 > 0;
-    int64_t i = 0;
-    for (; i + 4 <= M; i += 4) {
-      row_block<4>(c + i * N, a.shifted(i, k0), b + k0 * N, N, kc, accumulate_into_c);
-    }
-    // The last 1–3 rows as one block too: one at a time, each would read
-    // all of b again (a sentence of 7 words is one block of 4 and 3 rows).
-    const LeftOperand rest = a.shifted(i, k0);
-    const real* b_block = b + k0 * N;
-    switch (M - i) {
-      case 3:
-        row_block<3>(c + i * N, rest, b_block, N, kc, accumulate_into_c);
-        break;
-      case 2:
-        row_block<2>(c + i * N, rest, b_block, N, kc, accumulate_into_c);
-        break;
-      case 1:
-        row_block<1>(c + i * N, rest, b_block, N, kc, accumulate_into_c);
-        break;
-      default:
-        break;
-    }
+    const Into into{k0 > 0 ? Into::Mode::continue_sum : Into::Mode::overwrite};
+    row_blocks(c, a.shifted(0, k0), b + k0 * N, M, N, kc, into);
   }
 }
 
@@ -543,6 +564,25 @@ void matmul_forward(real* c, const real* a, Layout a_layout, const real* b, Layo
   });
 }
 
+// c += α · aᵀ @ b, a stored (K,M): the kernel of matmul_tn over all k at once
+// (the sum of each entry is the one matmul_forward makes), then added into c.
+// Shared between threads by blocks of rows as matmul_forward is.
+void add_scaled_product_tn(real* c, real alpha, const real* a, const real* b, int64_t M, int64_t K,
+                           int64_t N) {
+  if (M == 1 && N == 1) {  // one dot product, which matmul_xn sums with dot()
+    c[0] = std::fma(alpha, dot(a, b, K), c[0]);
+    return;
+  }
+  constexpr int64_t kRowsPerBlock = 4;
+  const int64_t blocks = (M + kRowsPerBlock - 1) / kRowsPerBlock;
+  parallel::parallel_for(blocks, M * K * N, [&](int64_t block_begin, int64_t block_end) {
+    const int64_t i0 = block_begin * kRowsPerBlock;
+    const int64_t i1 = std::min(M, block_end * kRowsPerBlock);
+    row_blocks(c + i0 * N, LeftOperand{a + i0, 1, M}, b, i1 - i0, N, K,
+               Into{Into::Mode::add_scaled, alpha});
+  });
+}
+
 // One product alone shares its rows between threads (matmul_forward above); a
 // batch shares whole products, each computed on one thread by the same
 // kernel, so every entry is summed in the same order either way — and many
@@ -606,6 +646,10 @@ void bmm_forward(real* c, const real* a, Layout a_layout, int64_t a_step, const 
                  Layout b_layout, int64_t b_step, int64_t batches, int64_t M, int64_t K,
                  int64_t N) {
   scalar::bmm_forward(c, a, a_layout, a_step, b, b_layout, b_step, batches, M, K, N);
+}
+void add_scaled_product_tn(real* c, real alpha, const real* a, const real* b, int64_t M, int64_t K,
+                           int64_t N) {
+  scalar::add_scaled_product_tn(c, alpha, a, b, M, K, N);
 }
 
 #endif

@@ -349,3 +349,53 @@ TEST_CASE("matmul kernels: SIMD equals scalar in all four layouts", "[kernels]")
     }
   }
 }
+
+TEST_CASE("add_scaled_product_tn: SIMD equals scalar, and adds exactly what matmul sums",
+          "[kernels]") {
+  Generator generator(11);
+  using k::Layout;
+  struct Sizes {
+    int64_t M, K, N;
+  };
+  std::vector<Sizes> cases;
+  const std::vector<int64_t> small = {0, 1, 7, 8, 9, 17};
+  for (int64_t M : small) {
+    for (int64_t K : small) {
+      for (int64_t N : small) cases.push_back({M, K, N});
+    }
+  }
+  // Past the K-block of 256 that matmul_forward cuts its sums into, and long sides.
+  for (Sizes s : {Sizes{33, 257, 31}, Sizes{9, 600, 40}, Sizes{10000, 7, 9}, Sizes{2, 17, 10000}}) {
+    cases.push_back(s);
+  }
+  const real alpha = real(-0.37);
+  for (Sizes s : cases) {
+    const std::string name = fmt::format("add_scaled_product_tn ({},{},{})", s.M, s.K, s.N);
+    const Values a = draw(s.K * s.M, -1, 1, generator);  // (K,M), read as aᵀ
+    const Values b = draw(s.K * s.N, -1, 1, generator);
+    const Values c0 = draw(s.M * s.N, -2, 2, generator);
+    Values c_simd = c0, c_scalar = c0;
+    k::add_scaled_product_tn(c_simd.data(), alpha, a.data(), b.data(), s.M, s.K, s.N);
+    k::scalar::add_scaled_product_tn(c_scalar.data(), alpha, a.data(), b.data(), s.M, s.K, s.N);
+    check_close(name, c_simd, c_scalar, [&](size_t index) {
+      const int64_t i = static_cast<int64_t>(index) / s.N;
+      const int64_t j = static_cast<int64_t>(index) % s.N;
+      double magnitude = std::abs(double(c0[index]));
+      for (int64_t kk = 0; kk < s.K; ++kk) {
+        magnitude += std::abs(double(alpha) * a[kk * s.M + i] * b[kk * s.N + j]);
+      }
+      return kTolerance * magnitude;
+    });
+    // The SGD step it stands for, made in two passes: the product formed by
+    // matmul_forward, then c = c + α·t with one rounding. The same bits.
+    Values product(s.M * s.N);
+    k::matmul_forward(product.data(), a.data(), Layout::transposed, b.data(), Layout::normal, s.M,
+                      s.K, s.N);
+    Values two_passes = c0;
+    for (size_t i = 0; i < two_passes.size(); ++i) {
+      two_passes[i] = std::fma(alpha, product[i], two_passes[i]);
+    }
+    INFO(name);
+    CHECK(c_simd == two_passes);
+  }
+}
