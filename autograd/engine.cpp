@@ -106,6 +106,20 @@ void set_post_accumulate_grad_hook(const Tensor& leaf, std::function<void(const 
       std::make_shared<const std::function<void(const Tensor&)>>(std::move(hook));
 }
 
+void set_gradient_factors_hook(const Tensor& leaf,
+                               std::function<void(const GradientFactors&)> hook) {
+  check(leaf.defined(), "set_gradient_factors_hook: the tensor is undefined");
+  if (!hook) {
+    leaf.impl().gradient_factors_hook.reset();
+    return;
+  }
+  check(leaf.is_leaf() && leaf.requires_grad(),
+        "set_gradient_factors_hook: only a leaf that requires grad takes gradients; call "
+        "requires_grad_ on it first");
+  leaf.impl().gradient_factors_hook =
+      std::make_shared<const std::function<void(const GradientFactors&)>>(std::move(hook));
+}
+
 Tensor detach(const Tensor& t) { return t.as_strided(t.shape(), t.strides(), t.offset()); }
 
 namespace {
@@ -262,6 +276,10 @@ class TensorNumbering {
 struct GraphOrder {
   std::vector<std::shared_ptr<TensorImpl>> order;
   TensorNumbering numbers;
+  // For leaves with a factors hook: how many uses (node inputs) of each are
+  // still to run their backward; zero for every other tensor. Empty when the
+  // graph has no such leaf.
+  std::vector<uint32_t> uses_left;
 };
 
 GraphOrder topological_order(const Tensor& root) {
@@ -275,6 +293,7 @@ GraphOrder topological_order(const Tensor& root) {
   };
   std::vector<Frame> stack;
   stack.reserve(kSmallGraph);
+  std::vector<const TensorImpl*> factor_takers;  // one entry per use
   stack.push_back({root.impl_ptr(), 0});
   graph.numbers.insert(root.impl_ptr().get());
   while (!stack.empty()) {
@@ -282,8 +301,9 @@ GraphOrder topological_order(const Tensor& root) {
     const auto& node = frame.impl->grad_fn;
     if (node && frame.next_input < node->inputs.size()) {
       const Tensor& input = node->inputs[frame.next_input++];
-      if (input.defined() && input.requires_grad() &&
-          graph.numbers.insert(input.impl_ptr().get())) {
+      if (!input.defined() || !input.requires_grad()) continue;
+      if (input.impl().gradient_factors_hook) factor_takers.push_back(input.impl_ptr().get());
+      if (graph.numbers.insert(input.impl_ptr().get())) {
         stack.push_back({input.impl_ptr(), 0});  // invalidates `frame`; loop re-reads it
       }
       continue;
@@ -291,10 +311,54 @@ GraphOrder topological_order(const Tensor& root) {
     graph.order.push_back(std::move(frame.impl));
     stack.pop_back();
   }
+  if (!factor_takers.empty()) {
+    graph.uses_left.assign(graph.numbers.size(), 0);
+    for (const TensorImpl* leaf : factor_takers) ++graph.uses_left[graph.numbers.find(leaf)];
+  }
   return graph;
 }
 
+// The node whose closure backward() is running on this thread, with the
+// pass's bookkeeping: what offer_gradient_factors needs to decide.
+struct RunningNode {
+  const Node* node;
+  const GraphOrder* graph;
+  const std::vector<PendingGradient>* pending;
+};
+thread_local const RunningNode* running_node = nullptr;
+
+// Sets running_node for one closure call, and restores it even if it throws.
+class RunningNodeScope {
+ public:
+  explicit RunningNodeScope(const RunningNode* running) : previous_(running_node) {
+    running_node = running;
+  }
+  ~RunningNodeScope() { running_node = previous_; }
+  RunningNodeScope(const RunningNodeScope&) = delete;
+  RunningNodeScope& operator=(const RunningNodeScope&) = delete;
+
+ private:
+  const RunningNode* previous_;
+};
+
 }  // namespace
+
+bool offer_gradient_factors(size_t input, const GradientFactors& factors) {
+  const RunningNode* running = running_node;
+  if (running == nullptr || input >= running->node->inputs.size()) return false;
+  const Tensor& leaf = running->node->inputs[input];
+  if (!leaf.defined() || !leaf.is_leaf() || !leaf.requires_grad()) return false;
+  const auto hook = leaf.impl().gradient_factors_hook;  // a copy: the hook may remove itself
+  if (!hook || leaf.impl().grad || running->graph->uses_left.empty()) return false;
+  const size_t number = running->graph->numbers.find(&leaf.impl());
+  // Other uses still to come would read the leaf's values, or add to its
+  // gradient; a pending sum is gradient that came first.
+  if (running->graph->uses_left[number] != 1 || (*running->pending)[number].sum.defined()) {
+    return false;
+  }
+  (*hook)(factors);
+  return true;
+}
 
 void backward(const Tensor& root, const Tensor& grad_output, bool retain_graph) {
   check(root.requires_grad(),
@@ -315,7 +379,7 @@ void backward(const Tensor& root, const Tensor& grad_output, bool retain_graph) 
         seed.shape(), root.shape());
 
   NoGradGuard no_grad;  // the closures' own arithmetic is not recorded
-  const GraphOrder graph = topological_order(root);
+  GraphOrder graph = topological_order(root);
   // pending[numbers.find(t)]: the gradient summed so far for tensor t.
   std::vector<PendingGradient> pending(graph.numbers.size());
   pending[graph.numbers.find(root.impl_ptr().get())] = PendingGradient{seed, true};
@@ -340,7 +404,20 @@ void backward(const Tensor& root, const Tensor& grad_output, bool retain_graph) 
           "backward: the graph behind '{}' was already freed by an earlier backward(); pass "
           "retain_graph=true to that first call to backpropagate through it twice",
           node.name);
-    std::vector<Tensor> input_grads = node.backward(gradient);
+    std::vector<Tensor> input_grads;
+    {
+      const RunningNode running{&node, &graph, &pending};
+      const RunningNodeScope scope(&running);
+      input_grads = node.backward(gradient);
+    }
+    if (!graph.uses_left.empty()) {  // this node's uses of factor-taking leaves are done
+      for (const Tensor& input : node.inputs) {
+        if (input.defined() && input.requires_grad() && input.impl().gradient_factors_hook) {
+          uint32_t& left = graph.uses_left[graph.numbers.find(&input.impl())];
+          if (left > 0) --left;  // 0: the hook was set during this pass, never counted
+        }
+      }
+    }
     check(input_grads.size() == node.inputs.size(),
           "backward: op '{}' returned {} gradients for {} inputs (a bug in the op)", node.name,
           input_grads.size(), node.inputs.size());

@@ -60,6 +60,37 @@ Tensor detach(const Tensor& t);
 // replaces it; an empty function removes it.
 void set_post_accumulate_grad_hook(const Tensor& leaf, std::function<void(const Tensor&)> hook);
 
+// ---- Gradients handed over as factors --------------------------------------
+//
+// A Linear or GRU weight's gradient is a product, G = dyᵀ x (out,in): the rows
+// of dy (rows,out) and x (rows,in) that the steps of a sequence saw. Forming G
+// writes a matrix as large as the weight, and plain SGD then reads it back to
+// compute W −= lr·G. Handed the factors instead, SGD can add −lr·dyᵀx straight
+// into W (kernels::add_scaled_product_tn): G is never written at all.
+
+// G = dyᵀ @ x (out,in); dy: (rows,out) and x: (rows,in), contiguous row-major.
+struct GradientFactors {
+  const real* dy;
+  const real* x;
+  int64_t rows, out, in;
+};
+
+// Let `leaf` take its gradient as factors whenever an op can offer them and
+// they are the whole of its gradient in a pass (offer_gradient_factors below);
+// every other gradient reaches grad(leaf) as usual. This is what
+// nn::Optimizer::step_in_backward uses for plain SGD. One hook per leaf;
+// an empty function removes it.
+void set_gradient_factors_hook(const Tensor& leaf,
+                               std::function<void(const GradientFactors&)> hook);
+
+// For backward closures: offer input `input`'s gradient as factors rather
+// than as a tensor. Accepted — the leaf's hook is called, and true returned —
+// only when that input is a leaf with a factors hook, this node is the last
+// one in this backward pass to use it (so nothing reads its values later),
+// and no other gradient for it is pending or kept in grad(). The closure then
+// returns an undefined gradient for it; otherwise it forms G as usual.
+bool offer_gradient_factors(size_t input, const GradientFactors& factors);
+
 // ---- Backward -------------------------------------------------------------
 
 // Backpropagate from `root`. Without grad_output, root must hold one element

@@ -220,9 +220,9 @@ GruWeights gru_weights(const Tensor& weight_ih, const Tensor& weight_hh, const T
     // No rows: the steps did not hand this weight over (gru_cell_projected
     // leaves W_ih to the sequence's own product), so it gets nothing here.
     const Tensor dweight_ih =
-        need_ih && factors->ih.rows > 0 ? factors->ih.product(three_h, input) : Tensor();
+        need_ih && factors->ih.rows > 0 ? factors->ih.gradient(0, three_h, input) : Tensor();
     const Tensor dweight_hh =
-        need_hh && factors->hh.rows > 0 ? factors->hh.product(three_h, H) : Tensor();
+        need_hh && factors->hh.rows > 0 ? factors->hh.gradient(1, three_h, H) : Tensor();
     *factors = GruGradientFactors{};  // a second backward (retain_graph) starts afresh
     return std::vector<Tensor>{dweight_ih, dweight_hh};
   };

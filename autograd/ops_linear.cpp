@@ -38,6 +38,13 @@ Tensor WeightGradientRows::product(int64_t out, int64_t in) const {
   return result;
 }
 
+Tensor WeightGradientRows::gradient(size_t input, int64_t out, int64_t in) const {
+  if (rows > 0 && offer_gradient_factors(input, {dy.data(), x.data(), rows, out, in})) {
+    return Tensor();
+  }
+  return product(out, in);
+}
+
 // token = 0, recorded with the weight as its input; its node's gradient for
 // the weight is dYᵀ @ X over every row the steps handed over. The token's
 // own gradient is always 0 and is ignored.
@@ -54,7 +61,7 @@ LinearWeights linear_weights(const Tensor& weight, const Tensor& bias) {
   auto factors = std::make_shared<WeightGradientRows>();
   const int64_t out = weight.shape()[0], in = weight.shape()[1];
   auto gradients = [factors, out, in](const Tensor&) {
-    Tensor dweight = factors->product(out, in);
+    Tensor dweight = factors->gradient(0, out, in);
     *factors = WeightGradientRows{};  // a second backward (retain_graph) starts afresh
     return std::vector<Tensor>{dweight};
   };
@@ -63,27 +70,25 @@ LinearWeights linear_weights(const Tensor& weight, const Tensor& bias) {
   return weights;
 }
 
-Tensor linear(const Tensor& x_in, const LinearWeights& weights) {
-  detail::check_defined("linear", x_in);
-  detail::check_defined("linear", weights.weight);
-  const int64_t out = weights.weight.shape()[0], in = weights.weight.shape()[1];
-  check(x_in.dim() == 2 && x_in.shape()[1] == in,
-        "linear: x has shape {} but the weight is {}; x must be (batch, {})", x_in.shape(),
+namespace {
+
+void check_linear_input(const char* op, const Tensor& x, const LinearWeights& weights) {
+  detail::check_defined(op, x);
+  detail::check_defined(op, weights.weight);
+  const int64_t in = weights.weight.shape()[1];
+  check(x.dim() == 2 && x.shape()[1] == in,
+        "{}: x has shape {} but the weight is {}; x must be (batch, {})", op, x.shape(),
         weights.weight.shape(), in);
-  if (!weights.token.defined() || !grad_enabled()) {
-    const Tensor y = matmul(x_in, transpose(weights.weight, 0, 1));
-    return weights.bias.defined() ? y + weights.bias : y;
-  }
-  const int64_t B = x_in.shape()[0];
+}
+
+// Records y = x Wᵀ + b (its values already in y) with the backward below.
+Tensor record_linear(const Tensor& x_in, const LinearWeights& weights, Tensor y) {
+  const int64_t B = x_in.shape()[0], out = weights.weight.shape()[0],
+                in = weights.weight.shape()[1];
   const Tensor x = detach(x_in).contiguous_data();
   const Tensor weight = detach(weights.weight).contiguous_data();
-  const Tensor bias =
-      weights.bias.defined() ? detach(weights.bias).contiguous_data() : weights.bias;
-  Tensor y = Tensor::empty({B, out});
-  detail::affine_forward(y.data(), x, weight, bias, B, in, out);
-
   auto gradients = [x, weight, factors = weights.factors, need_x = x_in.requires_grad(),
-                    need_bias = bias.defined() && weights.bias.requires_grad(), B, in,
+                    need_bias = weights.bias.defined() && weights.bias.requires_grad(), B, in,
                     out](const Tensor& dy_in) {
     const Tensor dy = dy_in.contiguous_data();
     Tensor dx, dbias;
@@ -99,7 +104,36 @@ Tensor linear(const Tensor& x_in, const LinearWeights& weights) {
     factors->append(dy, x);
     return std::vector<Tensor>{dx, dbias, zeros({})};
   };
-  return record("linear", y, {x_in, weights.bias, weights.token}, std::move(gradients));
+  return record("linear", std::move(y), {x_in, weights.bias, weights.token}, std::move(gradients));
+}
+
+}  // namespace
+
+Tensor linear(const Tensor& x_in, const LinearWeights& weights) {
+  check_linear_input("linear", x_in, weights);
+  if (!weights.token.defined() || !grad_enabled()) {
+    const Tensor y = matmul(x_in, transpose(weights.weight, 0, 1));
+    return weights.bias.defined() ? y + weights.bias : y;
+  }
+  const int64_t B = x_in.shape()[0], out = weights.weight.shape()[0],
+                in = weights.weight.shape()[1];
+  const Tensor bias =
+      weights.bias.defined() ? detach(weights.bias).contiguous_data() : weights.bias;
+  Tensor y = Tensor::empty({B, out});
+  detail::affine_forward(y.data(), detach(x_in).contiguous_data(),
+                         detach(weights.weight).contiguous_data(), bias, B, in, out);
+  return record_linear(x_in, weights, std::move(y));
+}
+
+Tensor linear_recorded(const Tensor& x_in, const LinearWeights& weights, const Tensor& y) {
+  check_linear_input("linear_recorded", x_in, weights);
+  detail::check_defined("linear_recorded", y);
+  const Shape expected{x_in.shape()[0], weights.weight.shape()[0]};
+  check(y.shape() == expected,
+        "linear_recorded: the values have shape {}; with x {} and the weight {} they must be {}",
+        y.shape(), x_in.shape(), weights.weight.shape(), expected);
+  if (!weights.token.defined() || !grad_enabled()) return y;
+  return record_linear(x_in, weights, detach(y).contiguous_data());  // a handle of its own
 }
 
 }  // namespace attograd

@@ -37,6 +37,11 @@ struct WeightGradientRows {
   void append(const Tensor& dy, const Tensor& x);
   // dYᵀ @ X -> (out,in); zeros if no step handed anything over.
   Tensor product(int64_t out, int64_t in) const;
+  // For the closure of the node that owns these rows, whose input `input` is
+  // the weight: offered to the weight as factors first (plain SGD in
+  // backward adds −lr·dYᵀX straight into it; autograd/engine.hpp), and
+  // formed with product() only if refused. Undefined when taken.
+  Tensor gradient(size_t input, int64_t out, int64_t in) const;
 };
 
 struct LinearWeights {
@@ -61,6 +66,13 @@ LinearWeights linear_weights(const Tensor& weight, const Tensor& bias);
 //   db = Σ_batch dy      (out)
 //   dW = Σ_steps dyᵀ x   formed by the token's node
 Tensor linear(const Tensor& x, const LinearWeights& weights);
+
+// linear(x, weights) for values computed already: y (B,out) must hold
+// x Wᵀ + b, worked out earlier without recording — a greedy decoder computes
+// each step's scores to choose its next word. Records the node linear()
+// would, with y as its output, instead of computing the product again.
+// Nothing but the shapes is checked: y must be those values.
+Tensor linear_recorded(const Tensor& x, const LinearWeights& weights, const Tensor& y);
 
 namespace detail {
 

@@ -155,6 +155,12 @@ EncoderOutput EncoderRNN::forward(const std::vector<int64_t>& ids) {
 
 // ---------------------------------------------------------------- decoders
 
+Tensor AttentionDecoder::predict(const Tensor& outputs, const Tensor& logits) {
+  nn::Linear& out = output_layer();
+  if (!logits.defined()) return log_softmax(out.forward(outputs), 1);
+  return log_softmax(linear_recorded(outputs, out.sequence_weights(), logits), 1);
+}
+
 DecoderStep AttentionDecoder::forward(int64_t input_word, const Tensor& hidden,
                                       const AttentionMemory& memory) {
   const DecoderState state = advance(input_word, hidden, memory);
@@ -211,10 +217,6 @@ DecoderState AttnDecoderRNN::advance(int64_t input_word, const Tensor& hidden,
 }
 
 // outputs: (T,H) -> (T,V_out)
-Tensor AttnDecoderRNN::predict(const Tensor& outputs) {
-  return log_softmax(out->forward(outputs), 1);
-}
-
 // ---------------------------------------------------------------- additive attention
 
 AdditiveAttention::AdditiveAttention(int64_t hidden_size, Generator& generator)
@@ -306,10 +308,6 @@ DecoderState BahdanauAttnDecoder::advance(int64_t input_word, const Tensor& hidd
 }
 
 // outputs: (T,H) -> (T,V_out)
-Tensor BahdanauAttnDecoder::predict(const Tensor& outputs) {
-  return log_softmax(out->forward(outputs), 1);
-}
-
 // ---------------------------------------------------------------- the whole model
 
 Seq2Seq::Seq2Seq(const Seq2SeqOptions& options, Generator& generator)
@@ -338,8 +336,9 @@ Seq2Seq::Seq2Seq(const Seq2SeqOptions& options, Generator& generator)
 // the T' steps taken: log_probs = predict([o_0; …; o_T'−1]) (T',V_out), and the
 // loss is Σ_t −log_probs[t, y_t]. Without teacher forcing the next input is
 // the argmax of the step's output layer, computed without recording (a word
-// id carries no gradient) and recomputed with recording in the one batched
-// product — the same values the tutorial's per-step decoder(…) call gives.
+// id carries no gradient); those step logits are then recorded as the output
+// layer's values (linear_recorded), not computed again — the values the
+// tutorial's per-step decoder(…) call gives.
 PairLoss Seq2Seq::pair_loss(const std::vector<int64_t>& source, const std::vector<int64_t>& target,
                             bool teacher_forcing) {
   check(!target.empty(), "Seq2Seq: the target is empty; it must at least hold EOS");
@@ -348,6 +347,7 @@ PairLoss Seq2Seq::pair_loss(const std::vector<int64_t>& source, const std::vecto
   Tensor hidden = encoded.hidden;
   int64_t input = kSos;
   std::vector<Tensor> outputs;  // T' of (1,H)
+  std::vector<Tensor> logits;   // greedy: T' of (1,V_out), out(output) of each step
   outputs.reserve(target.size());
   for (size_t t = 0; t < target.size(); ++t) {
     const DecoderState state = decoder->advance(input, hidden, memory);
@@ -357,11 +357,13 @@ PairLoss Seq2Seq::pair_loss(const std::vector<int64_t>& source, const std::vecto
       input = target[t];
     } else {
       const NoGradGuard no_grad;
-      input = argmax(decoder->predict(state.output), 1)[0];
+      logits.push_back(decoder->output_layer().forward(state.output));
+      input = argmax(logits.back(), 1)[0];
       if (input == kEos) break;
     }
   }
-  const Tensor log_probs = decoder->predict(cat(outputs, 0));  // (T',V_out)
+  const Tensor log_probs =  // (T',V_out)
+      decoder->predict(cat(outputs, 0), logits.empty() ? Tensor() : cat(logits, 0));
   const std::vector<int64_t> taken(target.begin(),
                                    target.begin() + static_cast<std::ptrdiff_t>(outputs.size()));
   return PairLoss{nn::nll_loss(log_probs, taken, nn::Reduction::sum),

@@ -221,8 +221,13 @@ class AttentionDecoder : public nn::Module {
   // the new state and the attention weights.
   virtual DecoderState advance(int64_t input_word, const Tensor& hidden,
                                const AttentionMemory& memory) = 0;
-  // outputs: (T,H) -> log-probabilities (T,V_out): log_softmax(out(outputs))
-  virtual Tensor predict(const Tensor& outputs) = 0;
+  // The output layer, out: Linear(H -> V_out).
+  virtual nn::Linear& output_layer() = 0;
+  // outputs: (T,H) -> log-probabilities (T,V_out): log_softmax(out(outputs)).
+  // With `logits`, out(outputs) already computed without recording (greedy
+  // decoding computes each step's to choose the next word), those values are
+  // recorded as out's output instead of being computed a second time.
+  Tensor predict(const Tensor& outputs, const Tensor& logits = Tensor());
 
   // One whole step, the tutorial's decoder(input, hidden, encoder_outputs):
   // advance, then predict -> (1,V_out), (1,1,H), (1,L).
@@ -255,8 +260,7 @@ class AttnDecoderRNN : public AttentionDecoder {
   // input_word: an id, hidden: (1,1,H), memory.values: (L,H) -> (1,H), (1,1,H), (1,L)
   DecoderState advance(int64_t input_word, const Tensor& hidden,
                        const AttentionMemory& memory) override;
-  // outputs: (T,H) -> (T,V_out)
-  Tensor predict(const Tensor& outputs) override;
+  nn::Linear& output_layer() override { return *out; }
 
   int64_t output_size() const override { return output_size_; }
   int64_t max_length() const override { return max_length_; }
@@ -313,8 +317,7 @@ class BahdanauAttnDecoder : public AttentionDecoder {
   // input_word: an id, hidden: (1,1,H), memory: (L,H) values and keys -> (1,H), (1,1,H), (1,L)
   DecoderState advance(int64_t input_word, const Tensor& hidden,
                        const AttentionMemory& memory) override;
-  // outputs: (T,H) -> (T,V_out)
-  Tensor predict(const Tensor& outputs) override;
+  nn::Linear& output_layer() override { return *out; }
 
   int64_t output_size() const override { return output_size_; }
   int64_t max_length() const override { return max_length_; }

@@ -156,10 +156,12 @@ std::vector<Tensor> GRU::run_layers(std::vector<Tensor> steps, const Tensor& h0,
       // A whole sequence: every step's input projection as one product,
       // (T·B,I) @ (I,3H), which reads W_ih once rather than once per step
       // (and its backward forms dX and dW_ih as one product each).
+      // Its own linear op forms W_ih's gradient (forward() left W_ih out of
+      // the steps' weights, so that op is the weight's only user).
       const auto T = static_cast<int64_t>(steps.size());
-      Tensor projected = matmul(reshape(stack(steps, 0), {T * batch, -1}),
-                                transpose(w.weight_ih, 0, 1));  // (T·B,3H)
-      if (w.bias_ih.defined()) projected = projected + w.bias_ih;
+      const Tensor projected =
+          linear(reshape(stack(steps, 0), {T * batch, -1}),
+                 linear_weights(layers_[k].weight_ih, layers_[k].bias_ih));  // (T·B,3H)
       for (int64_t t = 0; t < T; ++t) {
         h = gru_cell_projected(slice(projected, 0, t * batch, (t + 1) * batch), h, w);
         steps[t] = h;
@@ -196,9 +198,18 @@ GRUOutput GRU::forward(const Tensor& x, const Tensor& h0) {
   std::vector<Tensor> steps;
   steps.reserve(T);
   for (int64_t t = 0; t < T; ++t) steps.push_back(select(x, time_axis, t));  // views
+  // With more than one step the steps get their input projections from one
+  // product per layer (run_layers), so their weights leave W_ih out.
+  std::vector<GruWeights> weights;
+  if (T == 1) {
+    weights = sequence_weights();
+  } else {
+    for (const LayerWeights& w : layers_) {
+      weights.push_back(gru_weights(detach(w.weight_ih), w.weight_hh, w.bias_ih, w.bias_hh));
+    }
+  }
   std::vector<Tensor> finals;
-  const std::vector<Tensor> outputs =
-      run_layers(std::move(steps), h0, batch, finals, sequence_weights());
+  const std::vector<Tensor> outputs = run_layers(std::move(steps), h0, batch, finals, weights);
   return {stack_or_view(outputs, time_axis), stack_or_view(finals, 0)};
 }
 

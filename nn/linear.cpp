@@ -36,19 +36,15 @@ Tensor Linear::forward(const Tensor& x) {
   check(x.dim() >= 1 && x.shape()[x.dim() - 1] == options_.in_features,
         "Linear: input of shape {} must end in in_features = {} (expected (*, {}))", x.shape(),
         options_.in_features, options_.in_features);
-  // Wᵀ is a transposed view; matmul reads it in place, no copy.
-  const Tensor weight_t = transpose(weight, 0, 1);  // (in, out)
-  if (x.dim() == 2) {
-    const Tensor y = matmul(x, weight_t);  // (N, out)
-    return bias.defined() ? y + bias : y;
-  }
+  // One op, y = x Wᵀ + b (autograd/ops_linear.hpp), whose weight gradient
+  // dyᵀx is formed by its own node — or never formed, when plain SGD in
+  // backward takes it as factors and adds it straight into W.
+  if (x.dim() == 2) return linear(x, sequence_weights());  // (N, out)
   // Any other rank: fold the leading axes into rows, (*, in) -> (N, in), and
   // unfold the result.
   Shape out_shape = x.shape();
   out_shape.back() = options_.out_features;
-  Tensor y = matmul(reshape(x, {-1, options_.in_features}), weight_t);
-  if (bias.defined()) y = y + bias;
-  return reshape(y, out_shape);
+  return reshape(linear(reshape(x, {-1, options_.in_features}), sequence_weights()), out_shape);
 }
 
 LinearWeights Linear::sequence_weights() const { return linear_weights(weight, bias); }

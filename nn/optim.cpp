@@ -88,15 +88,31 @@ void Optimizer::step() {
 void Optimizer::step_in_backward(bool on) {
   for (size_t i = 0; i < states_.size(); ++i) {
     std::function<void(const Tensor&)> hook;
+    std::function<void(const GradientFactors&)> factors_hook;
     if (on) {
       hook = [this, i](const Tensor& parameter) {
         update_from_gradient(states_[i]);
         attograd::zero_grad(parameter);
       };
     }
+    if (on && takes_gradient_factors()) {
+      factors_hook = [this, i](const GradientFactors& gradient) {
+        ParameterState& state = states_[i];
+        check(state.parameter.shape() == Shape{gradient.out, gradient.in},
+              "{}: parameter '{}' of shape {} was handed gradient factors of a ({}, {}) weight",
+              type_name_, state.name, state.parameter.shape(), gradient.out, gradient.in);
+        ++state.steps;
+        update_from_factors(state, gradient, group_lrs_[state.group]);
+      };
+    }
     set_post_accumulate_grad_hook(states_[i].parameter, std::move(hook));
+    set_gradient_factors_hook(states_[i].parameter, std::move(factors_hook));
   }
   steps_in_backward_ = on;
+}
+
+void Optimizer::update_from_factors(ParameterState& state, const GradientFactors&, double) {
+  fail("{}: parameter '{}': this rule cannot update from gradient factors", type_name_, state.name);
 }
 
 void Optimizer::update_from_gradient(ParameterState& state) {
@@ -312,6 +328,17 @@ void SGD::update(ParameterState& state, const Tensor& gradient, double lr) {
     }
     p[i] -= rate * d;
   }
+}
+
+bool SGD::takes_gradient_factors() const {
+  return options_.momentum() == 0 && options_.weight_decay() == 0;
+}
+
+// p −= lr·dyᵀx in one rounding per entry, which is what update() does with
+// G = dyᵀx summed by the same kernel: the same bits, without G.
+void SGD::update_from_factors(ParameterState& state, const GradientFactors& gradient, double lr) {
+  kernels::add_scaled_product_tn(state.parameter.data(), -real(lr), gradient.dy, gradient.x,
+                                 gradient.out, gradient.rows, gradient.in);
 }
 
 // ---- Adam ----------------------------------------------------------------------

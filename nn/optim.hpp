@@ -33,6 +33,7 @@
 #include <utility>
 #include <vector>
 
+#include "autograd/engine.hpp"
 #include "nn/module.hpp"
 #include "tensor/tensor.hpp"
 
@@ -72,7 +73,10 @@ class Optimizer {
   void zero_grad();
   // Make each parameter's update inside backward() instead, as soon as its
   // gradient is complete — while the gradient is still in cache — and free
-  // the gradient then (set_post_accumulate_grad_hook). The updates are the
+  // the gradient then (set_post_accumulate_grad_hook). A rule that is linear
+  // in the gradient (plain SGD) also takes a weight's gradient as the factors
+  // dyᵀx when an op offers them (set_gradient_factors_hook), and adds them
+  // into the weight without ever writing the gradient. The updates are the
   // ones step() would make, bit for bit; step() must still follow backward(),
   // to count the step (and to update any parameter whose gradient was set
   // some other way). Not for anything that needs every gradient before the
@@ -131,6 +135,15 @@ class Optimizer {
   // step() does for each parameter and a backward hook for one.
   void update_from_gradient(ParameterState& state);
 
+  // Whether this rule can update a weight from its gradient's factors,
+  // G = dyᵀx, without G (update_from_factors); false unless overridden.
+  virtual bool takes_gradient_factors() const { return false; }
+  // The update update() would make from G, made from its factors instead.
+  // state.steps already counts this update. Called only if
+  // takes_gradient_factors().
+  virtual void update_from_factors(ParameterState& state, const GradientFactors& gradient,
+                                   double lr);
+
  private:
   // buffer_names_, then "step" when each parameter's count is saved.
   std::vector<std::string> per_parameter_kinds() const;
@@ -184,6 +197,12 @@ class SGD : public Optimizer {
   SGD(std::vector<ParameterGroup> groups, const SGDOptions& options);
 
   const SGDOptions& options() const { return options_; }
+
+ protected:
+  // Plain SGD (μ = 0, wd = 0): p −= lr·dyᵀx, added straight into p.
+  bool takes_gradient_factors() const override;
+  void update_from_factors(ParameterState& state, const GradientFactors& gradient,
+                           double lr) override;
 
  private:
   void update(ParameterState& state, const Tensor& gradient, double lr) override;

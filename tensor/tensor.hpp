@@ -59,6 +59,8 @@ class Storage {
   int64_t size_ = 0;
 };
 
+struct GradientFactors;  // autograd/engine.hpp
+
 struct TensorImpl {
   std::shared_ptr<Storage> storage;
   int64_t offset = 0;  // in elements, from storage->data()
@@ -73,6 +75,9 @@ struct TensorImpl {
   // A leaf's hook, run by backward() once the leaf's gradient is complete
   // (set_post_accumulate_grad_hook in autograd/engine.hpp); usually null.
   std::shared_ptr<const std::function<void(const Tensor&)>> post_accumulate_grad_hook;
+  // A leaf's taker of gradients handed over as factors
+  // (set_gradient_factors_hook in autograd/engine.hpp); usually null.
+  std::shared_ptr<const std::function<void(const GradientFactors&)>> gradient_factors_hook;
 };
 
 class Tensor {

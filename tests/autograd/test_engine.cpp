@@ -294,3 +294,99 @@ TEST_CASE("post-accumulate-grad hooks go on leaves that require grad", "[autogra
   CHECK_THROWS_WITH(set_post_accumulate_grad_hook(from_vector({1}), nothing),
                     Catch::Matchers::Contains("only a leaf that requires grad"));
 }
+
+namespace {
+
+// What a factors hook saw: G = dyᵀ x, formed from the factors it was handed.
+struct FactorsSeen {
+  int calls = 0;
+  std::vector<real> gradient;
+  void take(const GradientFactors& f) {
+    ++calls;
+    gradient.assign(static_cast<size_t>(f.out * f.in), real(0));
+    for (int64_t r = 0; r < f.rows; ++r) {
+      for (int64_t o = 0; o < f.out; ++o) {
+        for (int64_t i = 0; i < f.in; ++i) {
+          gradient[o * f.in + i] += f.dy[r * f.out + o] * f.x[r * f.in + i];
+        }
+      }
+    }
+  }
+};
+
+// L = Σ (x Wᵀ + b)² · c over a batch of 3 rows, with x (3,7) and W (5,7): a
+// linear op whose weight gradient is one product. also_use_w adds Σ W, a
+// second use of W.
+Tensor linear_loss(const Tensor& W, const Tensor& b, bool also_use_w) {
+  const Tensor x = from_vector({0.5,   -1.0, 2.0, 0.25, -0.75, 1.5,  -2.0, 1.0,  0.0, -0.5, 0.75,
+                                -1.25, 2.5,  0.1, -0.3, 0.6,   -0.9, 1.2,  -1.5, 1.8, -2.1},
+                               {3, 7});
+  Tensor loss = sum(pow(linear(x, linear_weights(W, b)), 2));
+  if (also_use_w) loss = loss + sum(W);
+  return loss;
+}
+
+}  // namespace
+
+TEST_CASE("A factors hook takes a weight's gradient as dy and x when they are all of it",
+          "[autograd][engine]") {
+  Generator generator(3);
+  const Tensor W = requires_grad_(randn({5, 7}, generator));
+  const Tensor bias_leaf = requires_grad_(randn({5}, generator));
+  // The reference: no hook, the gradient formed as a tensor.
+  backward(linear_loss(W, bias_leaf, false));
+  const std::vector<real> expected = grad(W).to_vector();
+  const std::vector<real> expected_bias = grad(bias_leaf).to_vector();
+  zero_grad(W);
+  zero_grad(bias_leaf);
+
+  FactorsSeen seen;
+  set_gradient_factors_hook(W, [&](const GradientFactors& f) {
+    CHECK(f.rows == 3);
+    CHECK(f.out == 5);
+    CHECK(f.in == 7);
+    seen.take(f);
+  });
+  backward(linear_loss(W, bias_leaf, false));
+  REQUIRE(seen.calls == 1);
+  CHECK_FALSE(grad(W).defined());  // handed over, never formed
+  REQUIRE(seen.gradient.size() == expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    CHECK(seen.gradient[i] == Approx(expected[i]).epsilon(1e-5));
+  }
+  CHECK(grad(bias_leaf).to_vector() == expected_bias);  // the bias took the ordinary path
+
+  SECTION("not while another use of the weight is still to run") {
+    backward(linear_loss(W, bias_leaf, true));
+    CHECK(seen.calls == 1);
+    REQUIRE(grad(W).defined());
+    const std::vector<real> got = grad(W).to_vector();
+    for (size_t i = 0; i < expected.size(); ++i) {
+      CHECK(got[i] == Approx(expected[i] + 1).epsilon(1e-5));
+    }
+  }
+  SECTION("not when the weight keeps a gradient from an earlier backward") {
+    backward(linear_loss(W, bias_leaf, true));  // leaves grad(W) = G + 1
+    backward(linear_loss(W, bias_leaf, false));
+    CHECK(seen.calls == 1);
+    const std::vector<real> got = grad(W).to_vector();
+    for (size_t i = 0; i < expected.size(); ++i) {
+      CHECK(got[i] == Approx(2 * expected[i] + 1).epsilon(1e-5));
+    }
+  }
+  SECTION("and no more once removed") {
+    set_gradient_factors_hook(W, {});
+    backward(linear_loss(W, bias_leaf, false));
+    CHECK(seen.calls == 1);
+    CHECK(grad(W).to_vector() == expected);
+  }
+}
+
+TEST_CASE("gradient-factors hooks go on leaves that require grad", "[autograd][engine]") {
+  const Tensor x = requires_grad_(from_vector({1, 2}));
+  auto nothing = [](const GradientFactors&) {};
+  CHECK_THROWS_WITH(set_gradient_factors_hook(x * 2, nothing),
+                    Catch::Matchers::Contains("only a leaf that requires grad"));
+  CHECK_THROWS_WITH(set_gradient_factors_hook(from_vector({1}), nothing),
+                    Catch::Matchers::Contains("only a leaf that requires grad"));
+}

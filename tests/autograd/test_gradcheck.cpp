@@ -402,6 +402,53 @@ std::vector<GradcheckRow> gradcheck_table() {
        [](const Inputs& x) { return gru_cell(x[0], x[1], x[2], x[3], Tensor(), Tensor()); },
        {{any_values({2, 3}), any_values({2, 4}), any_values({12, 3}), any_values({12, 4})}},
        "smooth"});
+
+  rows.push_back({"gru_cell: three steps sharing sequence weights (autograd/ops_gru.hpp)",
+                  [](const Inputs& x) {
+                    const GruWeights weights = gru_weights(x[3], x[4], x[5], x[6]);
+                    Tensor h = x[2];
+                    for (int t = 0; t < 3; ++t) h = gru_cell(select(x[0], 0, t) * x[1], h, weights);
+                    return h;
+                  },
+                  {{any_values({3, 2, 3}), any_values({3}), any_values({2, 4}), any_values({12, 3}),
+                    any_values({12, 4}), any_values({12}), any_values({12})}},
+                  "smooth; W_ih and W_hh's gradients formed by the weights' node"});
+  rows.push_back(
+      {"gru_cell_projected: the input's projection given",
+       [](const Inputs& x) {
+         const GruWeights weights = gru_weights(zeros({12, 3}), x[2], Tensor(), x[3]);
+         Tensor h = x[1];
+         for (int t = 0; t < 2; ++t) h = gru_cell_projected(select(x[0], 0, t), h, weights);
+         return h;
+       },
+       {{any_values({2, 2, 12}), any_values({2, 4}), any_values({12, 4}), any_values({12})}},
+       "smooth; two steps, the gi rows of one product"});
+
+  // ---- Linear with sequence weights (autograd/ops_linear.hpp) -------------------------
+  rows.push_back({"linear: x Wᵀ + b, W's gradient formed by the weights' own node",
+                  [](const Inputs& x) { return linear(x[0], linear_weights(x[1], x[2])); },
+                  {{any_values({3, 7}), any_values({5, 7}), any_values({5})},
+                   {any_values({1, 9}), any_values({17, 9}), any_values({17})}},
+                  "affine"});
+  rows.push_back({"linear: two steps sharing the weights, no bias",
+                  [](const Inputs& x) {
+                    const LinearWeights weights = linear_weights(x[2], Tensor());
+                    return linear(x[0], weights) * linear(x[1], weights);
+                  },
+                  {{any_values({2, 4}), any_values({2, 4}), any_values({3, 4})}},
+                  "bilinear in the weight"});
+  rows.push_back({"linear_recorded: the values computed beforehand, the gradients of linear",
+                  [](const Inputs& x) {
+                    Tensor values;
+                    {
+                      const NoGradGuard no_grad;
+                      values = linear(x[0], linear_weights(x[1], x[2]));
+                    }
+                    return linear_recorded(x[0], linear_weights(x[1], x[2]), values);
+                  },
+                  {{any_values({3, 7}), any_values({5, 7}), any_values({5})},
+                   {any_values({1, 9}), any_values({17, 9}), any_values({17})}},
+                  "affine"});
   return rows;
 }
 
@@ -450,11 +497,13 @@ TEST_CASE("every op passes gradcheck on the table's shapes", "[autograd][gradche
   CHECK(elements > 5000);
 }
 
-TEST_CASE("the gradcheck table covers every op in autograd/ops.hpp", "[autograd][gradcheck]") {
-  std::ifstream header(std::string(ATTOGRAD_SOURCE_DIR) + "/autograd/ops.hpp");
-  REQUIRE(header.good());
+TEST_CASE("the gradcheck table covers every op in autograd/ops*.hpp", "[autograd][gradcheck]") {
   std::stringstream text;
-  text << header.rdbuf();
+  for (const char* name : {"ops.hpp", "ops_gru.hpp", "ops_linear.hpp"}) {
+    std::ifstream header(std::string(ATTOGRAD_SOURCE_DIR) + "/autograd/" + name);
+    REQUIRE(header.good());
+    text << header.rdbuf() << '\n';
+  }
   // Declarations look like "Tensor name(..." at the start of a line; operators
   // are named "operator+" and are checked through the rows of add, sub, …
   const std::regex declaration(R"(^Tensor ([a-z_0-9]+)\()");
@@ -469,7 +518,7 @@ TEST_CASE("the gradcheck table covers every op in autograd/ops.hpp", "[autograd]
   std::set<std::string> covered;
   for (const GradcheckRow& row : gradcheck_table()) covered.insert(op_of(row.name));
   for (const std::string& op : declared) {
-    INFO("autograd/ops.hpp declares "
+    INFO("autograd/ops*.hpp declares "
          << op << " but tests/autograd/test_gradcheck.cpp has no row for it");
     CHECK(covered.count(op) == 1);
   }

@@ -9,6 +9,8 @@
 
 #include "autograd/engine.hpp"
 #include "autograd/ops.hpp"
+#include "nn/gru.hpp"
+#include "nn/linear.hpp"
 #include "nn/module.hpp"
 #include "nn/optim.hpp"
 #include "tensor/error.hpp"
@@ -273,6 +275,101 @@ TEST_CASE("step_in_backward makes step()'s updates bit for bit and frees the gra
     both([](Affine& model) {
       return std::make_unique<nn::Adam>(model.named_parameters(), nn::AdamOptions(0.05));
     });
+  }
+}
+
+namespace {
+
+// A Linear over a batch and a GRU over a sequence: every weight's gradient is
+// a product dyᵀx, which plain SGD in backward takes as factors. `shared` is
+// used twice, so its gradient must take the ordinary path.
+struct Layers : nn::Module {
+  std::shared_ptr<nn::Linear> linear;
+  std::shared_ptr<nn::GRU> gru;
+  Tensor shared;
+  explicit Layers(uint64_t seed) : nn::Module("Layers") {
+    Generator generator(seed);
+    linear =
+        register_module("linear", std::make_shared<nn::Linear>(nn::LinearOptions(7, 5), generator));
+    gru = register_module("gru", std::make_shared<nn::GRU>(nn::GRUOptions(5, 6), generator));
+    shared = register_parameter("shared", randn({6, 6}, generator));
+  }
+  void backward_once(int64_t steps) {
+    Generator data(99);
+    const Tensor x = randn({steps * 3, 7}, data);                      // (T·B, 7)
+    const Tensor inputs = reshape(linear->forward(x), {steps, 3, 5});  // (T,B,5)
+    const Tensor top = gru->forward(inputs).output;                    // (T,B,6)
+    const Tensor last = select(top, 0, steps - 1);                     // (B,6)
+    backward(sum(pow(matmul(last, shared), 2)) + sum(shared) * real(0.5));
+  }
+};
+
+}  // namespace
+
+// Plain SGD that counts the updates it made from gradient factors.
+struct CountingSGD : nn::SGD {
+  using nn::SGD::SGD;
+  int from_factors = 0;
+  void update_from_factors(ParameterState& state, const GradientFactors& gradient,
+                           double lr) override {
+    ++from_factors;
+    nn::SGD::update_from_factors(state, gradient, lr);
+  }
+};
+
+TEST_CASE("Plain SGD in backward adds the weights' factors straight in: step()'s bits", "[optim]") {
+  for (int64_t steps : {1, 4}) {
+    INFO("sequence of " << steps);
+    Layers after(8), inside(8);
+    nn::SGD plain(after.named_parameters(), nn::SGDOptions(0.05));
+    CountingSGD fused(inside.named_parameters(), nn::SGDOptions(0.05));
+    fused.step_in_backward();
+    for (int step = 0; step < 3; ++step) {
+      plain.zero_grad();
+      after.backward_once(steps);
+      plain.step();
+      fused.zero_grad();
+      inside.backward_once(steps);
+      for (const auto& [name, parameter] : inside.named_parameters()) {
+        CHECK_FALSE(grad(parameter).defined());
+      }
+      fused.step();
+      const nn::NamedTensors expected = after.named_parameters();
+      const nn::NamedTensors got = inside.named_parameters();
+      REQUIRE(got.size() == expected.size());
+      for (size_t i = 0; i < got.size(); ++i) {
+        INFO(got[i].first);
+        CHECK(got[i].second.to_vector() == expected[i].second.to_vector());
+      }
+    }
+    // linear.weight, gru.weight_ih_l0 and gru.weight_hh_l0 at each of the 3
+    // steps; `shared` and the biases took the ordinary path.
+    CHECK(fused.from_factors == 3 * 3);
+  }
+}
+
+TEST_CASE("SGD with momentum or weight decay never takes gradient factors", "[optim]") {
+  for (const nn::SGDOptions& options :
+       {nn::SGDOptions(0.05).momentum(0.9), nn::SGDOptions(0.05).weight_decay(0.01)}) {
+    Layers after(8), inside(8);
+    nn::SGD plain(after.named_parameters(), options);
+    CountingSGD fused(inside.named_parameters(), options);
+    fused.step_in_backward();
+    for (int step = 0; step < 2; ++step) {
+      plain.zero_grad();
+      after.backward_once(4);
+      plain.step();
+      fused.zero_grad();
+      inside.backward_once(4);
+      fused.step();
+    }
+    CHECK(fused.from_factors == 0);
+    const nn::NamedTensors expected = after.named_parameters();
+    const nn::NamedTensors got = inside.named_parameters();
+    for (size_t i = 0; i < got.size(); ++i) {
+      INFO(got[i].first);
+      CHECK(got[i].second.to_vector() == expected[i].second.to_vector());
+    }
   }
 }
 
