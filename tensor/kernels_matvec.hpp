@@ -30,7 +30,8 @@ void vecmat(real* y, const real* x, const real* w, int64_t K, int64_t N);
 void matvec_nt(real* y, const real* x, const real* w, int64_t K, int64_t N);
 
 // y: (N); x: (K); w: (K,N) row-major.  y = x @ w, y[j] = Σ_k x[k] · w[k][j]
-// (backward's dx = dy W). Accumulates strips of y in registers over all k.
+// (backward's dx = dy W). Reads w row by row, adding groups of up to 8 rows
+// into y (kept in L1) per pass.
 void vecmat(real* y, const real* x, const real* w, int64_t K, int64_t N);
 
 // The matmul_forward cases these kernels cover: M = 1, a stored normally and
