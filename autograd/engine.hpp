@@ -69,6 +69,8 @@ void set_post_accumulate_grad_hook(const Tensor& leaf, std::function<void(const 
 // into W (kernels::add_scaled_product_tn): G is never written at all.
 
 // G = dyᵀ @ x (out,in); dy: (rows,out) and x: (rows,in), contiguous row-major.
+// The arrays belong to the op that offers them: valid during the hook's call
+// only.
 struct GradientFactors {
   const real* dy;
   const real* x;

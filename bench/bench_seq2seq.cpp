@@ -7,8 +7,10 @@
 // decoder forward, backward, SGD step, sparse embedding update) of the
 // tutorial's model at its real sizes — V_in = 3544, V_out = 2231 (the shipped
 // data's vocabularies), H = 256, L = 10 — on one fixed synthetic pair of 8
-// source and 8 target ids (EOS included, the corpus's typical lengths),
-// teacher forced so every iteration does the same work.
+// source and 8 target ids (EOS included, the corpus's typical lengths). Twice:
+// teacher forced, and fed greedily (each word's argmax over the output layer
+// chooses the next input, as in half of the real iterations; the untrained
+// model does not stop early, so both run all 8 words).
 //
 // It is reported against two references measured in the same process:
 //   stream — reading every parameter of the model once (the library's SIMD
@@ -55,11 +57,14 @@ double median_seconds(int64_t calls, Work&& work) {
 
 int main() {
   const int64_t V_in = 3544, V_out = 2231, H = 256;
-  Generator init(1);
+  Generator init(1), greedy_init(1);
   Seq2Seq model(Seq2SeqOptions(V_in, V_out).hidden_size(H), init);
+  Seq2Seq greedy_model(Seq2SeqOptions(V_in, V_out).hidden_size(H), greedy_init);
   const EncodedPair pair{{14, 215, 3, 98, 1203, 7, 5, kEos}, {22, 9, 301, 47, 1500, 6, 3, kEos}};
   Trainer trainer(model, {pair}, TrainingOptions().teacher_forcing(1.0));
+  Trainer greedy_trainer(greedy_model, {pair}, TrainingOptions().teacher_forcing(0.0));
   model.train();
+  greedy_model.train();
 
   // References: stream the parameters once; one scalar matvec over `out`.
   const std::vector<Tensor> parameters = model.parameters();
@@ -85,15 +90,20 @@ int main() {
   int64_t iteration = 0;
   for (int i = 0; i < 5; ++i) trainer.train_iteration(++iteration);  // warm up
   const double step = median_seconds(10, [&] { trainer.train_iteration(++iteration); });
+  int64_t greedy_iteration = 0;
+  for (int i = 0; i < 5; ++i) greedy_trainer.train_iteration(++greedy_iteration);
+  const double greedy_step =
+      median_seconds(10, [&] { greedy_trainer.train_iteration(++greedy_iteration); });
 
   fmt::print(
       "seq2seq training iteration (H = {}, V_in = {}, V_out = {}, {} parameters, 8 + 8 words, "
       "one thread, {})\n",
       H, V_in, V_out, model.parameter_count(), kernels::simd_description());
-  fmt::print("  one iteration            {:8.3f} ms\n", 1e3 * step);
-  fmt::print("  stream all parameters    {:8.3f} ms   iteration = {:6.1f} x this\n", 1e3 * stream,
-             step / stream);
-  fmt::print("  scalar matvec over out   {:8.3f} ms   iteration = {:6.1f} x this\n", 1e3 * matvec,
-             step / matvec);
+  fmt::print("  one iteration, teacher forced {:8.3f} ms\n", 1e3 * step);
+  fmt::print("  one iteration, greedy         {:8.3f} ms\n", 1e3 * greedy_step);
+  fmt::print("  stream all parameters         {:8.3f} ms   teacher forced = {:4.1f} x this\n",
+             1e3 * stream, step / stream);
+  fmt::print("  scalar matvec over out        {:8.3f} ms   teacher forced = {:4.1f} x this\n",
+             1e3 * matvec, step / matvec);
   return 0;
 }
