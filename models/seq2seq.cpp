@@ -155,6 +155,7 @@ EncoderOutput EncoderRNN::forward(const std::vector<int64_t>& ids) {
 
 // ---------------------------------------------------------------- decoders
 
+// outputs: (T,H) -> (T,V_out); logits, when given: (T,V_out)
 Tensor AttentionDecoder::predict(const Tensor& outputs, const Tensor& logits) {
   nn::Linear& out = output_layer();
   if (!logits.defined()) return log_softmax(out.forward(outputs), 1);
@@ -216,7 +217,6 @@ DecoderState AttnDecoderRNN::advance(int64_t input_word, const Tensor& hidden,
   return DecoderState{step.output, step.h_n, weights};
 }
 
-// outputs: (T,H) -> (T,V_out)
 // ---------------------------------------------------------------- additive attention
 
 AdditiveAttention::AdditiveAttention(int64_t hidden_size, Generator& generator)
@@ -307,7 +307,6 @@ DecoderState BahdanauAttnDecoder::advance(int64_t input_word, const Tensor& hidd
   return DecoderState{step.output, step.h_n, weights};
 }
 
-// outputs: (T,H) -> (T,V_out)
 // ---------------------------------------------------------------- the whole model
 
 Seq2Seq::Seq2Seq(const Seq2SeqOptions& options, Generator& generator)
