@@ -543,23 +543,29 @@ void matmul_rows(real* c, const real* a, Layout a_layout, const real* b, Layout 
   }
 }
 
+// Large products are shared between threads by blocks of 4 rows of c (the
+// height of the register blocks above): rows(i0, i1) runs on one thread for
+// each share. Every entry of c is still summed by one thread in the order
+// above, so the result does not depend on the thread count
+// (tensor/parallel.hpp).
+template <typename Rows>
+void share_rows(int64_t M, int64_t K, int64_t N, Rows&& rows) {
+  constexpr int64_t kRowsPerBlock = 4;
+  const int64_t blocks = (M + kRowsPerBlock - 1) / kRowsPerBlock;
+  parallel::parallel_for(blocks, M * K * N, [&](int64_t block_begin, int64_t block_end) {
+    rows(block_begin * kRowsPerBlock, std::min(M, block_end * kRowsPerBlock));
+  });
+}
+
 }  // namespace
 
-// Large products are shared between threads by blocks of 4 rows of c (the
-// height of the register blocks above). Every entry of c is still summed by
-// one thread in the order above, so the result does not depend on the thread
-// count (tensor/parallel.hpp).
 void matmul_forward(real* c, const real* a, Layout a_layout, const real* b, Layout b_layout,
                     int64_t M, int64_t K, int64_t N) {
   if (a_layout == Layout::transposed && b_layout == Layout::transposed) {
     scalar::matmul_forward(c, a, a_layout, b, b_layout, M, K, N);
     return;
   }
-  constexpr int64_t kRowsPerBlock = 4;
-  const int64_t blocks = (M + kRowsPerBlock - 1) / kRowsPerBlock;
-  parallel::parallel_for(blocks, M * K * N, [&](int64_t block_begin, int64_t block_end) {
-    const int64_t i0 = block_begin * kRowsPerBlock;
-    const int64_t i1 = std::min(M, block_end * kRowsPerBlock);
+  share_rows(M, K, N, [&](int64_t i0, int64_t i1) {
     matmul_rows(c, a, a_layout, b, b_layout, M, K, N, i0, i1);
   });
 }
@@ -573,11 +579,7 @@ void add_scaled_product_tn(real* c, real alpha, const real* a, const real* b, in
     c[0] = std::fma(alpha, dot(a, b, K), c[0]);
     return;
   }
-  constexpr int64_t kRowsPerBlock = 4;
-  const int64_t blocks = (M + kRowsPerBlock - 1) / kRowsPerBlock;
-  parallel::parallel_for(blocks, M * K * N, [&](int64_t block_begin, int64_t block_end) {
-    const int64_t i0 = block_begin * kRowsPerBlock;
-    const int64_t i1 = std::min(M, block_end * kRowsPerBlock);
+  share_rows(M, K, N, [&](int64_t i0, int64_t i1) {
     row_blocks(c + i0 * N, LeftOperand{a + i0, 1, M}, b, i1 - i0, N, K,
                Into{Into::Mode::add_scaled, alpha});
   });
