@@ -93,31 +93,37 @@ void retain_grad(const Tensor& t) {
   t.impl().retains_grad = true;
 }
 
-void set_post_accumulate_grad_hook(const Tensor& leaf, std::function<void(const Tensor&)> hook) {
-  check(leaf.defined(), "set_post_accumulate_grad_hook: the tensor is undefined");
+namespace {
+
+// Stores `hook` in the leaf's slot (an empty function clears it). `setter`
+// and `needs` word the error for a tensor that is not a leaf requiring grad.
+template <typename Argument>
+void set_leaf_hook(const char* setter, const char* needs, const Tensor& leaf,
+                   std::shared_ptr<const std::function<void(const Argument&)>> TensorImpl::*slot,
+                   std::function<void(const Argument&)> hook) {
+  check(leaf.defined(), "{}: the tensor is undefined", setter);
   if (!hook) {
-    leaf.impl().post_accumulate_grad_hook.reset();
+    (leaf.impl().*slot).reset();
     return;
   }
-  check(leaf.is_leaf() && leaf.requires_grad(),
-        "set_post_accumulate_grad_hook: only a leaf that requires grad keeps a gradient to hook; "
-        "call requires_grad_ on it first (a computed tensor has no grad to accumulate)");
-  leaf.impl().post_accumulate_grad_hook =
-      std::make_shared<const std::function<void(const Tensor&)>>(std::move(hook));
+  check(leaf.is_leaf() && leaf.requires_grad(), "{}: only a leaf that requires grad {}", setter,
+        needs);
+  leaf.impl().*slot = std::make_shared<const std::function<void(const Argument&)>>(std::move(hook));
+}
+
+}  // namespace
+
+void set_post_accumulate_grad_hook(const Tensor& leaf, std::function<void(const Tensor&)> hook) {
+  set_leaf_hook("set_post_accumulate_grad_hook",
+                "keeps a gradient to hook; call requires_grad_ on it first (a computed tensor "
+                "has no grad to accumulate)",
+                leaf, &TensorImpl::post_accumulate_grad_hook, std::move(hook));
 }
 
 void set_gradient_factors_hook(const Tensor& leaf,
                                std::function<void(const GradientFactors&)> hook) {
-  check(leaf.defined(), "set_gradient_factors_hook: the tensor is undefined");
-  if (!hook) {
-    leaf.impl().gradient_factors_hook.reset();
-    return;
-  }
-  check(leaf.is_leaf() && leaf.requires_grad(),
-        "set_gradient_factors_hook: only a leaf that requires grad takes gradients; call "
-        "requires_grad_ on it first");
-  leaf.impl().gradient_factors_hook =
-      std::make_shared<const std::function<void(const GradientFactors&)>>(std::move(hook));
+  set_leaf_hook("set_gradient_factors_hook", "takes gradients; call requires_grad_ on it first",
+                leaf, &TensorImpl::gradient_factors_hook, std::move(hook));
 }
 
 Tensor detach(const Tensor& t) { return t.as_strided(t.shape(), t.strides(), t.offset()); }
