@@ -81,12 +81,12 @@ void check_linear_input(const char* op, const Tensor& x, const LinearWeights& we
         weights.weight.shape(), in);
 }
 
-// Records y = x Wᵀ + b (its values already in y) with the backward below.
-Tensor record_linear(const Tensor& x_in, const LinearWeights& weights, Tensor y) {
+// Records y = x Wᵀ + b (its values already in y) with the backward below;
+// x and weight are x_in's and the weight's values, contiguous.
+Tensor record_linear(const Tensor& x_in, const LinearWeights& weights, Tensor y, Tensor x,
+                     Tensor weight) {
   const int64_t B = x_in.shape()[0], out = weights.weight.shape()[0],
                 in = weights.weight.shape()[1];
-  const Tensor x = detach(x_in).contiguous_data();
-  const Tensor weight = detach(weights.weight).contiguous_data();
   auto gradients = [x, weight, factors = weights.factors, need_x = x_in.requires_grad(),
                     need_bias = weights.bias.defined() && weights.bias.requires_grad(), B, in,
                     out](const Tensor& dy_in) {
@@ -117,12 +117,13 @@ Tensor linear(const Tensor& x_in, const LinearWeights& weights) {
   }
   const int64_t B = x_in.shape()[0], out = weights.weight.shape()[0],
                 in = weights.weight.shape()[1];
+  Tensor x = detach(x_in).contiguous_data();
+  Tensor weight = detach(weights.weight).contiguous_data();
   const Tensor bias =
       weights.bias.defined() ? detach(weights.bias).contiguous_data() : weights.bias;
   Tensor y = Tensor::empty({B, out});
-  detail::affine_forward(y.data(), detach(x_in).contiguous_data(),
-                         detach(weights.weight).contiguous_data(), bias, B, in, out);
-  return record_linear(x_in, weights, std::move(y));
+  detail::affine_forward(y.data(), x, weight, bias, B, in, out);
+  return record_linear(x_in, weights, std::move(y), std::move(x), std::move(weight));
 }
 
 Tensor linear_recorded(const Tensor& x_in, const LinearWeights& weights, const Tensor& y) {
@@ -133,7 +134,8 @@ Tensor linear_recorded(const Tensor& x_in, const LinearWeights& weights, const T
         "linear_recorded: the values have shape {}; with x {} and the weight {} they must be {}",
         y.shape(), x_in.shape(), weights.weight.shape(), expected);
   if (!weights.token.defined() || !grad_enabled()) return y;
-  return record_linear(x_in, weights, detach(y).contiguous_data());  // a handle of its own
+  return record_linear(x_in, weights, detach(y).contiguous_data(),  // a handle of its own
+                       detach(x_in).contiguous_data(), detach(weights.weight).contiguous_data());
 }
 
 }  // namespace attograd
