@@ -1,6 +1,6 @@
 // bench/bench_kernels.cpp — how fast are the kernels on this machine?
 //
-//   ./build/bench/bench_kernels            (the float library, one core)
+//   ./build/bench/bench_kernels [attention]   (the float library, one core)
 //
 // Three tables:
 //   1. The machine's single-core FMA peak, measured here: a loop of
@@ -11,6 +11,10 @@
 //      (out, in), the NT layout), with the fraction of the peak.
 //   3. SIMD versus the scalar reference loops (kernels::scalar) for exp,
 //      tanh, softmax rows and sum.
+//   4. The same comparison per call for the small kernels of one epoch of
+//      the Nadaraya–Watson attention pooling (rows of 49 keys), and the
+//      softmax row lengths seq2seq uses. `bench_kernels attention` runs
+//      this table alone.
 // Every figure is the median of 7 timed samples; each sample repeats the
 // work until it takes at least 20 ms of this thread's CPU time (not wall
 // time, so other processes sharing the core do not inflate the numbers). Timings are for reading,
@@ -224,6 +228,129 @@ void speedup_table() {
       [&] { kernels::scalar::sum_axis_forward(&total, values.data(), 1, long_n, 1); });
 }
 
+// ---- 4. Attention-sized rows ------------------------------------------------------
+
+void per_call_row(const std::string& name, const std::function<void()>& simd,
+                  const std::function<void()>& scalar) {
+  const double simd_seconds = median_seconds(simd);
+  const double scalar_seconds = median_seconds(scalar);
+  fmt::print("{:<44} {:>12.0f} {:>12.0f} {:>8.1f}x\n", name, scalar_seconds * 1e9,
+             simd_seconds * 1e9, scalar_seconds / simd_seconds);
+}
+
+// The kernels one epoch of the learned Nadaraya–Watson pooling runs (50
+// queries × 49 keys, models/nw_regression.cpp), plus the row lengths the
+// seq2seq trainer's softmax and log_softmax see (10 and 2231). Nanoseconds
+// per call: at this size everything is in L1 and a call costs well under a
+// microsecond, so loop overheads and ragged tails show.
+void attention_table() {
+  using kernels::Binary;
+  using kernels::Layout;
+  fmt::print("\n4. attention-sized kernels, ns per call (median of {} samples)\n\n", kSamples);
+  fmt::print("{:<44} {:>12} {:>12} {:>9}\n", "kernel (shape)", "scalar ns", "simd ns", "speedup");
+  Generator generator(3);
+  constexpr int64_t Q = 50, K = 49;
+  const std::vector<real> scores = uniform({Q * K}, -30, 0, generator).to_vector();
+  const std::vector<real> grad = uniform({Q * K}, -1, 1, generator).to_vector();
+  const std::vector<real> row = uniform({K}, -1, 1, generator).to_vector();
+  std::vector<real> out(Q * K), out2(Q * K);
+  kernels::scalar::softmax_forward(out2.data(), scores.data(), Q, K);
+  per_call_row(
+      "softmax_forward (50,49)", [&] { kernels::softmax_forward(out.data(), scores.data(), Q, K); },
+      [&] { kernels::scalar::softmax_forward(out.data(), scores.data(), Q, K); });
+  per_call_row(
+      "softmax_backward (50,49)",
+      [&] { kernels::softmax_backward(out.data(), out2.data(), grad.data(), Q, K); },
+      [&] { kernels::scalar::softmax_backward(out.data(), out2.data(), grad.data(), Q, K); });
+  per_call_row(
+      "log_softmax_forward (50,49)",
+      [&] { kernels::log_softmax_forward(out.data(), scores.data(), Q, K); },
+      [&] { kernels::scalar::log_softmax_forward(out.data(), scores.data(), Q, K); });
+  kernels::scalar::log_softmax_forward(out2.data(), scores.data(), Q, K);
+  per_call_row(
+      "log_softmax_backward (50,49)",
+      [&] { kernels::log_softmax_backward(out.data(), out2.data(), grad.data(), Q, K); },
+      [&] { kernels::scalar::log_softmax_backward(out.data(), out2.data(), grad.data(), Q, K); });
+  // seq2seq: a decoder step's log_softmax over the target vocabulary, and
+  // attention over a 10-word source sentence.
+  const std::vector<real> logits = uniform({4 * 2231}, -8, 8, generator).to_vector();
+  std::vector<real> log_probabilities(4 * 2231);
+  per_call_row(
+      "log_softmax_forward (4,2231)",
+      [&] { kernels::log_softmax_forward(log_probabilities.data(), logits.data(), 4, 2231); },
+      [&] {
+        kernels::scalar::log_softmax_forward(log_probabilities.data(), logits.data(), 4, 2231);
+      });
+  per_call_row(
+      "softmax_forward (4,2231)",
+      [&] { kernels::softmax_forward(log_probabilities.data(), logits.data(), 4, 2231); },
+      [&] { kernels::scalar::softmax_forward(log_probabilities.data(), logits.data(), 4, 2231); });
+  per_call_row(
+      "softmax_forward (64,10)",
+      [&] { kernels::softmax_forward(out.data(), scores.data(), 64, 10); },
+      [&] { kernels::scalar::softmax_forward(out.data(), scores.data(), 64, 10); });
+
+  // f = bmm(α (Q,1,K), v (Q,K,1)) and its backward dα = bmm(df (Q,1,1), vᵀ (Q,1,K)).
+  std::vector<real> f(Q);
+  per_call_row(
+      "bmm 50 x (1,49) @ (49,1)",
+      [&] {
+        kernels::bmm_forward(f.data(), out2.data(), Layout::normal, K, grad.data(), Layout::normal,
+                             K, Q, 1, K, 1);
+      },
+      [&] {
+        kernels::scalar::bmm_forward(f.data(), out2.data(), Layout::normal, K, grad.data(),
+                                     Layout::normal, K, Q, 1, K, 1);
+      });
+  per_call_row(
+      "bmm 50 x (1,1) @ (1,49)",
+      [&] {
+        kernels::bmm_forward(out.data(), f.data(), Layout::normal, 1, grad.data(), Layout::normal,
+                             K, Q, 1, 1, K);
+      },
+      [&] {
+        kernels::scalar::bmm_forward(out.data(), f.data(), Layout::normal, 1, grad.data(),
+                                     Layout::normal, K, Q, 1, 1, K);
+      });
+
+  // scores = D ⊙ scale with scale (1) or (49), and the reductions of its backward.
+  per_call_row(
+      "mul (2450) * one value",
+      [&] {
+        kernels::binary_forward(Binary::mul, out.data(), scores.data(), 1, row.data(), 0, Q * K);
+      },
+      [&] {
+        kernels::scalar::binary_forward(Binary::mul, out.data(), scores.data(), 1, row.data(), 0,
+                                        Q * K);
+      });
+  per_call_row(
+      "mul (50,49) * (49), row by row",
+      [&] {
+        for (int64_t r = 0; r < Q; ++r) {
+          kernels::binary_forward(Binary::mul, out.data() + r * K, scores.data() + r * K, 1,
+                                  row.data(), 1, K);
+        }
+      },
+      [&] {
+        for (int64_t r = 0; r < Q; ++r) {
+          kernels::scalar::binary_forward(Binary::mul, out.data() + r * K, scores.data() + r * K, 1,
+                                          row.data(), 1, K);
+        }
+      });
+  real total = 0;
+  std::vector<real> column_sums(K);
+  per_call_row(
+      "sum (2450) -> (1)", [&] { kernels::sum_axis_forward(&total, grad.data(), 1, Q * K, 1); },
+      [&] { kernels::scalar::sum_axis_forward(&total, grad.data(), 1, Q * K, 1); });
+  per_call_row(
+      "sum (50,49) -> (49)",
+      [&] { kernels::sum_axis_forward(column_sums.data(), grad.data(), 1, Q, K); },
+      [&] { kernels::scalar::sum_axis_forward(column_sums.data(), grad.data(), 1, Q, K); });
+  per_call_row(
+      "accumulate (2450)", [&] { kernels::accumulate(out.data(), grad.data(), Q * K); },
+      [&] { kernels::scalar::accumulate(out.data(), grad.data(), Q * K); });
+}
+
 std::string cpu_model() {
   std::ifstream cpuinfo("/proc/cpuinfo");
   std::string line;
@@ -235,7 +362,7 @@ std::string cpu_model() {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
   // One core throughout: large products would otherwise be shared between
   // threads (tensor/parallel.hpp), and the thread-CPU-time clock used here
   // counts only the calling thread.
@@ -243,11 +370,16 @@ int main() {
   parallel::set_num_threads(1);
   fmt::print("attograd kernel benchmark (1 thread; the library would use {})\n", threads);
   fmt::print("CPU: {}; kernels: {}\n", cpu_model(), kernels::simd_description());
+  if (argc > 1 && std::string(argv[1]) == "attention") {  // table 4 alone
+    attention_table();
+    return 0;
+  }
   const double peak = fma_peak_gflops();
   fmt::print(
       "\n1. FMA peak, one core: {:.1f} GFLOP/s ({}-lane {} FMAs, 12 chains, registers only)\n",
       peak, xsimd::batch<real>::size, sizeof(real) == 4 ? "float" : "double");
   matmul_table();
   speedup_table();
+  attention_table();
   return 0;
 }

@@ -9,7 +9,7 @@
 // library calls: an xsimd version for the instruction set the library was
 // compiled for (AVX-512, AVX2, SSE, NEON …), or the scalar loop itself when
 // built with -DATTOGRAD_SIMD=OFF. tests/tensor/test_kernels.cpp checks that
-// the two agree at sizes 0, 1, 7, 8, 9, 15, 16, 17 and 10,000.
+// the two agree at sizes 0, 1, 7, 8, 9, 15, 16, 17, 49 and 10,000.
 #pragma once
 
 #include <cstdint>
@@ -35,6 +35,7 @@ void pow_forward(real* out, const real* x, real p, int64_t n);
 void pow_backward(real* dx, const real* dy, const real* x, real p, int64_t n);
 void binary_forward(Binary op, real* out, const real* a, int64_t a_step, const real* b,
                     int64_t b_step, int64_t n);
+void exp_nonpositive(real* out, const real* x, int64_t n);
 void accumulate(real* out, const real* x, int64_t n);
 void sum_axis_forward(real* out, const real* x, int64_t outer, int64_t n, int64_t inner);
 void max_axis_forward(real* out, int64_t* argmax, const real* x, int64_t outer, int64_t n,
@@ -62,6 +63,11 @@ void pow_backward(real* dx, const real* dy, const real* x, real p, int64_t n);
 // out: (n); a, b: (n) when their step is 1, one value when it is 0.  out = a ∘ b
 void binary_forward(Binary op, real* out, const real* a, int64_t a_step, const real* b,
                     int64_t b_step, int64_t n);
+// out, x: (n), x ≤ 0.  out = eˣ, the exp of the softmax kernels (whose arguments are
+// x − max ≤ 0). In float within 1 ulp of std::exp, with results below the smallest
+// normal number (x < −87.34) flushed to 0 (kernels_simd.cpp says how); in double
+// xsimd::exp.
+void exp_nonpositive(real* out, const real* x, int64_t n);
 // out, x: (n).  out += x — every gradient accumulation goes through this
 void accumulate(real* out, const real* x, int64_t n);
 // out: (outer, inner); x: (outer, n, inner).  out = Σ over the middle axis

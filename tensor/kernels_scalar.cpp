@@ -107,6 +107,13 @@ void binary_forward(Binary op, real* out, const real* a, int64_t a_step, const r
   }
 }
 
+void exp_nonpositive(real* out, const real* x, int64_t n) {
+  // ln of the smallest normal number: (min_exponent − 1)·ln2, −87.34 in float.
+  const real lowest =
+      real(std::numeric_limits<real>::min_exponent - 1) * real(0.693147180559945309417);
+  for (int64_t i = 0; i < n; ++i) out[i] = x[i] < lowest ? real(0) : std::exp(x[i]);
+}
+
 void accumulate(real* out, const real* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) out[i] += x[i];
 }

@@ -2,14 +2,16 @@
 //
 // Each loop works on W lanes at a time (W = 16 floats with AVX-512, 8 with
 // AVX2, …, fixed when the library is compiled) and finishes the last n % W
-// elements by running the same batch code on a zero-padded copy, so the
-// tail needs no second scalar implementation. kernels_scalar.cpp is the
-// specification these are tested against.
+// elements with the same batch code, on the full batch that ends at n (or on
+// a padded copy when n < W; "Ragged tails" below), so the tail needs no second
+// scalar implementation. kernels_scalar.cpp is the specification these are
+// tested against.
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <limits>
 #include <string>
+#include <type_traits>
 
 #include "tensor/kernels.hpp"
 #include "tensor/kernels_matvec.hpp"
@@ -27,16 +29,31 @@ constexpr int64_t W = static_cast<int64_t>(Batch::size);
 
 Batch load(const real* p) { return Batch::load_unaligned(p); }
 
-// Loads the `count` (< W) values at p into a batch padded with `pad`. The
-// loops run a fixed W times so the compiler unrolls them, rather than turning
-// a copy of `count` values into a call to memcpy (which costs more than the
-// arithmetic on rows as short as attention's).
+// ---- Ragged tails ---------------------------------------------------------
+// The last n % W values of a row fill only part of a batch. Rows are often
+// short (attention over 49 keys is 6 batches and 1 value), so the tail is a
+// large share of the work and must cost no more than a full batch. Measured
+// on Zen 1, per row of 49 floats, for out = a ⊙ b: the 6 full batches take
+// 9 ns; the tail adds 20 ns through a stack buffer (the vector load of values
+// just stored one by one stalls on store forwarding), 13 ns with AVX2 masked
+// moves (vmaskmov is microcoded there) and 1 ns as one more full batch that
+// overlaps the last one. So when the row holds at least W values the tail is
+// read as the full batch [n − W, n):
+//   - elementwise loops (map) compute that batch before the main loop and
+//     store it after it, which rewrites the overlapped lanes with the same
+//     values and stays right when out is one of the inputs;
+//   - reductions (sum, dot, maximum) replace the overlapped lanes by a neutral
+//     value (tail_batch below).
+// Rows shorter than W go through the buffer.
+
+// The `count` (< W) values at p in the first lanes of a batch, the others `pad`.
 Batch load_partial(const real* p, int64_t count, real pad) {
   alignas(64) std::array<real, W> buffer;
   for (int64_t i = 0; i < W; ++i) buffer[i] = i < count ? p[i] : pad;
   return Batch::load_aligned(buffer.data());
 }
 
+// Writes the first `count` (< W) lanes of value to p, and nothing after them.
 void store_partial(real* p, Batch value, int64_t count) {
   alignas(64) std::array<real, W> buffer;
   value.store_aligned(buffer.data());
@@ -45,20 +62,43 @@ void store_partial(real* p, Batch value, int64_t count) {
   }
 }
 
+// The lanes of the batch [n − W, n) that the full batches before it did not
+// cover: the last n % W (n ≥ W, n % W ≠ 0).
+xsimd::batch_bool<real> tail_lanes(int64_t n) {
+  static const Batch lane_index = [] {
+    alignas(64) std::array<real, W> index;
+    for (int64_t i = 0; i < W; ++i) index[i] = real(i);
+    return Batch::load_aligned(index.data());
+  }();
+  return lane_index >= Batch(real(W - n % W));
+}
+
+// The last n % W values of the row [row, row + n) (n % W ≠ 0) in one batch,
+// every other lane `pad`: the overlapping batch at n − W with the lanes the
+// full batches already covered masked, or, for a row shorter than W, the row
+// itself in the first lanes. Either way a function of n alone, so every
+// kernel that sums a row through it (dot, nt_rows) sums it in the same order.
+Batch tail_batch(const real* row, int64_t n, real pad) {
+  if (n < W) return load_partial(row, n, pad);
+  return xsimd::select(tail_lanes(n), load(row + n - W), Batch(pad));
+}
+
 // out[i] = f(a[i], b[i], c[i]) over n elements; absent inputs are nullptr.
-// Tail lanes are padded with 1 so that log/division stay finite in lanes
-// that are thrown away.
+// Tail lanes of a short row are padded with 1 so that log/division stay
+// finite in lanes that are thrown away.
 template <typename F>
 void map(real* out, int64_t n, F&& f, const real* a, const real* b = nullptr,
          const real* c = nullptr) {
   auto at = [](const real* p, int64_t i) { return p ? load(p + i) : Batch(real(0)); };
-  int64_t i = 0;
-  for (; i + W <= n; i += W) f(at(a, i), at(b, i), at(c, i)).store_unaligned(out + i);
-  if (i < n) {
-    const int64_t rest = n - i;
-    auto partial = [&](const real* p) { return p ? load_partial(p + i, rest, 1) : Batch(real(0)); };
-    store_partial(out + i, f(partial(a), partial(b), partial(c)), rest);
+  if (n < W) {
+    if (n == 0) return;
+    auto partial = [&](const real* p) { return p ? load_partial(p, n, 1) : Batch(real(0)); };
+    store_partial(out, f(partial(a), partial(b), partial(c)), n);
+    return;
   }
+  const Batch last = f(at(a, n - W), at(b, n - W), at(c, n - W));  // before out is written
+  for (int64_t i = 0; i + W <= n; i += W) f(at(a, i), at(b, i), at(c, i)).store_unaligned(out + i);
+  last.store_unaligned(out + n - W);
 }
 
 Batch sigmoid(Batch x) { return Batch(real(1)) / (Batch(real(1)) + xsimd::exp(-x)); }
@@ -87,10 +127,12 @@ real maximum(const real* x, int64_t n) {
   Batch best(lowest);
   int64_t i = 0;
   for (; i + W <= n; i += W) best = xsimd::max(best, load(x + i));
-  if (i < n) best = xsimd::max(best, load_partial(x + i, n - i, lowest));
+  if (i < n) best = xsimd::max(best, tail_batch(x, n, lowest));
   alignas(64) std::array<real, W> lanes;
   best.store_aligned(lanes.data());
-  return *std::max_element(lanes.begin(), lanes.end());
+  real largest = lanes[0];  // std::max compiles to maxss: no branch to mispredict
+  for (int64_t i = 1; i < W; ++i) largest = std::max(largest, lanes[i]);
+  return largest;
 }
 
 // Σ a[i] · b[i] for i < n.
@@ -102,11 +144,52 @@ real dot(const real* a, const real* b, int64_t n) {
     acc1 = xsimd::fma(load(a + i + W), load(b + i + W), acc1);
   }
   for (; i + W <= n; i += W) acc0 = xsimd::fma(load(a + i), load(b + i), acc0);
-  if (i < n) acc1 = xsimd::fma(load_partial(a + i, n - i, 0), load_partial(b + i, n - i, 0), acc1);
+  if (i < n) acc1 = xsimd::fma(tail_batch(a, n, 0), tail_batch(b, n, 0), acc1);
   return xsimd::hadd(acc0 + acc1);
 }
 
+// e^x for x ≤ 0, the only arguments softmax gives exp (x − max of a row).
+// exp is most of the cost of a softmax, and xsimd::exp also handles overflow
+// and subnormal results, which softmax does not need. In float:
+//   x = n·ln2 + r,  n = round(x·log2 e),  |r| ≤ ln2/2;   e^x = 2^n · e^r.
+// n is rounded by adding 1.5·2^23 (+127, the exponent bias) in one FMA, which
+// leaves n + 127 in the low bits of the sum; shifted left by 23 those bits are
+// 2^n. r = x − n·ln2 in two FMAs, with ln2 split into a float and the rest,
+// so the rounding of ln2 does not reach r. e^r is the degree-6 polynomial that
+// interpolates e^r at the 7 Chebyshev nodes of [−ln2/2, ln2/2]: relative
+// error 2.5e-9 (0.02 ulp) before rounding. Measured against std::exp on every
+// float in [−110, 0]: at most 1 ulp (tests/tensor/test_kernels.cpp checks a
+// sweep). Below ln(smallest normal) = −87.34 the result is 0 rather than a
+// subnormal (< 1.2e-38, invisible next to a row maximum's e^0 = 1); e^−∞ = 0
+// and NaN stays NaN. 1.07 ns per value here against 1.30 for xsimd::exp
+// (Zen 1, AVX2). Double builds, which are for gradient checks, use xsimd::exp.
+template <typename T>
+xsimd::batch<T> exp_nonpositive(xsimd::batch<T> x) {
+  if constexpr (!std::is_same_v<T, float>) {
+    return xsimd::exp(x);
+  } else {
+    using Float = xsimd::batch<float>;
+    using Int = xsimd::batch<int32_t>;
+    const Float shifter(12583039.0f);  // 1.5·2^23 + 127
+    const Float shifted = xsimd::fma(x, Float(1.44269504f), shifter);
+    const Float n = shifted - shifter;
+    Float r = xsimd::fma(n, Float(-0.693147182f), x);  // ln2 rounded to float …
+    r = xsimd::fma(n, Float(1.90465430e-09f), r);      // … and what the rounding left out
+    Float series(0.00139411085f);
+    for (float coefficient : {0.00837512594f, 0.0416663513f, 0.166664153f, 0.5f, 1.0f, 1.0f}) {
+      series = xsimd::fma(series, r, Float(coefficient));
+    }
+    const Float two_to_n = xsimd::bitwise_cast<Float>(xsimd::bitwise_cast<Int>(shifted) << 23);
+    return xsimd::select(x < Float(-87.3365447f), Float(0.0f), series * two_to_n);
+  }
+}
+
 }  // namespace
+
+void exp_nonpositive(real* out, const real* x, int64_t n) {
+  map(
+      out, n, [](Batch v, Batch, Batch) { return exp_nonpositive<real>(v); }, x);
+}
 
 const char* simd_description() {
   static const std::string text = fmt::format("{} x{} {}", xsimd::default_arch::name(), W,
@@ -254,10 +337,22 @@ void sum_axis_forward(real* out, const real* x, int64_t outer, int64_t n, int64_
       out[o] = sum(block, n);
       continue;
     }
-    // Sum whole rows of `inner` values: out row += each of the n rows.
+    // W columns at a time, summed down the n rows in a register: each column
+    // in the order k = 0, 1, …, as the scalar loop adds it. The last columns
+    // as the W ending at `inner` (columns summed twice get the same sums).
     real* row = out + o * inner;
-    std::fill_n(row, inner, real(0));
-    for (int64_t k = 0; k < n; ++k) accumulate(row, block + k * inner, inner);
+    auto columns = [&](int64_t j) {
+      Batch total(real(0));
+      for (int64_t k = 0; k < n; ++k) total += load(block + k * inner + j);
+      total.store_unaligned(row + j);
+    };
+    if (inner < W) {
+      scalar::sum_axis_forward(row, block, 1, n, inner);
+      continue;
+    }
+    const int64_t last = inner - W;
+    for (int64_t j = 0; j < last; j += W) columns(j);
+    columns(last);
   }
 }
 
@@ -279,23 +374,36 @@ void max_axis_forward(real* out, int64_t* argmax, const real* x, int64_t outer, 
   }
 }
 
-// Three passes over the whole (rows, cols) block rather than three per row,
-// so that many short rows (attention over a few keys) pay for one ragged
-// tail of exp() instead of one each. Subtracting and scaling are exact per
-// element, so plain loops (which the compiler vectorises) give the same bits.
+// Passes over a group of up to 64 rows at a time rather than per row: every
+// row's maximum, y = x − max row by row, e^y over the whole group in one run,
+// every row's Σ, then each row scaled by 1/Σ. exp is most of the cost (about
+// 9 ns a batch here, Zen 1), and one run over the group spends a batch on one
+// ragged tail in all, where a pass per row would spend one per row (50 rows of
+// 49 keys: 307 batches instead of 350). The maxima and the sums of the group
+// are independent short reductions, so they overlap when taken together
+// rather than each waiting behind its row's other passes (5% faster for 50
+// rows of 49). The row passes use whole batches and a tail that overlaps the
+// last one (see map).
 void softmax_forward(real* out, const real* x, int64_t rows, int64_t cols) {
-  for (int64_t r = 0; r < rows; ++r) {
-    const real* in = x + r * cols;
-    real* y = out + r * cols;
-    const real largest = maximum(in, cols);
-    for (int64_t c = 0; c < cols; ++c) y[c] = in[c] - largest;
-  }
-  map(
-      out, rows * cols, [](Batch v, Batch, Batch) { return xsimd::exp(v); }, out);
-  for (int64_t r = 0; r < rows; ++r) {
-    real* y = out + r * cols;
-    const real inverse = real(1) / sum(y, cols);
-    for (int64_t c = 0; c < cols; ++c) y[c] *= inverse;
+  constexpr int64_t kGroup = 64;
+  std::array<real, kGroup> per_row;
+  for (int64_t r0 = 0; r0 < rows; r0 += kGroup) {
+    const int64_t count = std::min(kGroup, rows - r0);
+    const real* in = x + r0 * cols;
+    real* y = out + r0 * cols;
+    for (int64_t r = 0; r < count; ++r) per_row[r] = maximum(in + r * cols, cols);
+    for (int64_t r = 0; r < count; ++r) {
+      const Batch largest(per_row[r]);
+      map(
+          y + r * cols, cols, [&](Batch v, Batch, Batch) { return v - largest; }, in + r * cols);
+    }
+    exp_nonpositive(y, y, count * cols);
+    for (int64_t r = 0; r < count; ++r) per_row[r] = sum(y + r * cols, cols);
+    for (int64_t r = 0; r < count; ++r) {
+      const Batch inverse(real(1) / per_row[r]);
+      map(
+          y + r * cols, cols, [&](Batch v, Batch, Batch) { return v * inverse; }, y + r * cols);
+    }
   }
 }
 
@@ -309,17 +417,29 @@ void softmax_backward(real* dx, const real* y, const real* dy, int64_t rows, int
   }
 }
 
+// Each row: its maximum, Σ e^(x − max) without storing a term, then
+// y = x − (max + log Σ) in one elementwise pass.
 void log_softmax_forward(real* out, const real* x, int64_t rows, int64_t cols) {
   for (int64_t r = 0; r < rows; ++r) {
     const real* in = x + r * cols;
-    real* y = out + r * cols;
     const real largest = maximum(in, cols);
-    // y holds exp(x − max) for a moment, to sum it without a buffer.
+    const Batch shift(largest);
+    Batch terms(real(0));
+    if (cols < W) {
+      if (cols == 0) continue;
+      const real lowest = -std::numeric_limits<real>::infinity();  // e^−∞ = 0 in the pad lanes
+      terms = exp_nonpositive<real>(load_partial(in, cols, lowest) - shift);
+    } else {
+      int64_t c = 0;
+      for (; c + W <= cols; c += W) terms += exp_nonpositive<real>(load(in + c) - shift);
+      if (c < cols) {
+        terms += xsimd::select(tail_lanes(cols), exp_nonpositive<real>(load(in + cols - W) - shift),
+                               Batch(real(0)));
+      }
+    }
+    const Batch log_total(largest + std::log(xsimd::hadd(terms)));
     map(
-        y, cols, [&](Batch v, Batch, Batch) { return xsimd::exp(v - Batch(largest)); }, in);
-    const Batch log_total(largest + std::log(sum(y, cols)));
-    map(
-        y, cols, [&](Batch v, Batch, Batch) { return v - log_total; }, in);
+        out + r * cols, cols, [&](Batch v, Batch, Batch) { return v - log_total; }, in);
   }
 }
 
@@ -482,10 +602,9 @@ void nt_rows(real* c, const real* a, const real* b, int64_t K, int64_t N, int64_
       for (int r = 0; r < R; ++r) even[r] = xsimd::fma(load(a + r * K + k), first, even[r]);
     }
     if (k < K) {
-      const int64_t rest = K - k;
-      const Batch last = load_partial(row + k, rest, 0);
+      const Batch last = tail_batch(row, K, 0);
       for (int r = 0; r < R; ++r) {
-        odd[r] = xsimd::fma(load_partial(a + r * K + k, rest, 0), last, odd[r]);
+        odd[r] = xsimd::fma(tail_batch(a + r * K, K, 0), last, odd[r]);
       }
     }
     for (int r = 0; r < R; ++r) c[r * N + j] = xsimd::hadd(even[r] + odd[r]);
@@ -585,6 +704,47 @@ void add_scaled_product_tn(real* c, real alpha, const real* a, const real* b, in
   });
 }
 
+namespace {
+
+// c[i] = Σ_k a_i[k] · b_i[k] for `batches` pairs of K-vectors (a_i at a + i·a_step,
+// b_i likewise): a batch of (1,K) @ (K,1) products, attention pooling's
+// Σ_k α_k v_k. matmul_forward hands such a product to matvec_nt, so each is
+// summed exactly as matvec_nt sums one row (tensor/kernels_matvec.cpp): one
+// accumulator over the whole batches in order, a horizontal add, then the
+// last K mod W products one at a time. Four dot products at a time, so four
+// chains of dependent FMAs overlap instead of waiting on one another.
+void batched_dots(real* c, const real* a, int64_t a_step, const real* b, int64_t b_step,
+                  int64_t batches, int64_t K) {
+  const int64_t k_full = K - K % W;
+  auto finish = [&](int64_t i, Batch acc) {
+    const real* x = a + i * a_step;
+    const real* w = b + i * b_step;
+    real total = xsimd::hadd(acc);
+    for (int64_t k = k_full; k < K; ++k) total += w[k] * x[k];
+    c[i] = total;
+  };
+  int64_t i = 0;
+  for (; i + 4 <= batches; i += 4) {
+    std::array<Batch, 4> acc;
+    acc.fill(Batch(real(0)));
+    for (int64_t k = 0; k < k_full; k += W) {
+      for (int64_t r = 0; r < 4; ++r) {
+        acc[r] = xsimd::fma(load(b + (i + r) * b_step + k), load(a + (i + r) * a_step + k), acc[r]);
+      }
+    }
+    for (int64_t r = 0; r < 4; ++r) finish(i + r, acc[r]);
+  }
+  for (; i < batches; ++i) {
+    Batch acc(real(0));
+    for (int64_t k = 0; k < k_full; k += W) {
+      acc = xsimd::fma(load(b + i * b_step + k), load(a + i * a_step + k), acc);
+    }
+    finish(i, acc);
+  }
+}
+
+}  // namespace
+
 // One product alone shares its rows between threads (matmul_forward above); a
 // batch shares whole products, each computed on one thread by the same
 // kernel, so every entry is summed in the same order either way — and many
@@ -594,6 +754,24 @@ void bmm_forward(real* c, const real* a, Layout a_layout, int64_t a_step, const 
                  int64_t N) {
   if (batches == 1) {
     matmul_forward(c, a, a_layout, b, b_layout, M, K, N);
+    return;
+  }
+  if (M == 1 && N == 1 && a_layout == Layout::normal) {
+    batched_dots(c, a, a_step, b, b_step, batches, K);
+    return;
+  }
+  if (K == 1) {
+    // Outer products, (M,1) @ (1,N): c[i][m][n] = a[i][m] · b[i][n], one rounded
+    // product per entry as every matmul kernel makes it (attention pooling's
+    // backward dα = df ⊗ v). a and b are plain vectors in either layout.
+    for (int64_t i = 0; i < batches; ++i) {
+      for (int64_t m = 0; m < M; ++m) {
+        const Batch scale(a[i * a_step + m]);
+        map(
+            c + (i * M + m) * N, N, [&](Batch v, Batch, Batch) { return scale * v; },
+            b + i * b_step);
+      }
+    }
     return;
   }
   parallel::parallel_for(batches, batches * M * K * N, [&](int64_t begin, int64_t end) {
@@ -606,6 +784,7 @@ void bmm_forward(real* c, const real* a, Layout a_layout, int64_t a_step, const 
 #else  // ATTOGRAD_USE_SIMD off: the library runs the reference loops.
 
 const char* simd_description() { return "scalar"; }
+void exp_nonpositive(real* out, const real* x, int64_t n) { scalar::exp_nonpositive(out, x, n); }
 void unary_forward(Unary op, real* out, const real* x, int64_t n) {
   scalar::unary_forward(op, out, x, n);
 }

@@ -31,9 +31,22 @@ struct Case {
 const std::vector<Case> kCases = {
     {50, 1, 49, 1, false, false},  // attention pooling's forward
     {50, 1, 1, 49, false, false},  // and its backward
-    {3, 7, 9, 17, false, false},    {4, 17, 8, 1, false, true}, {5, 1, 300, 9, true, false},
-    {1, 33, 257, 31, false, false}, {2, 0, 3, 4, false, false}, {3, 4, 0, 5, false, false},
+    {3, 7, 9, 17, false, false},
+    {4, 17, 8, 1, false, true},
+    {5, 1, 300, 9, true, false},
+    {1, 33, 257, 31, false, false},
+    {2, 0, 3, 4, false, false},
+    {3, 4, 0, 5, false, false},
     {64, 8, 16, 8, false, false},
+    // outer products (K = 1) and single dot products, as bmm_forward's own loops do them
+    {4, 7, 1, 9, false, false},
+    {3, 1, 1, 1, false, false},
+    {5, 1, 1, 7, true, false},
+    {6, 2, 1, 17, false, true},
+    {7, 1, 8, 1, false, false},
+    {7, 1, 9, 1, true, false},
+    {2, 1, 7, 1, false, false},
+    {2, 1, 0, 1, false, false},
 };
 
 }  // namespace
@@ -65,6 +78,8 @@ TEST_CASE("bmm_forward equals one matmul_forward per batch, bit for bit", "[kern
                         << int(a_layout) << int(b_layout));
         CHECK(batched == one_by_one);
         CHECK(batched_scalar == scalar_one_by_one);
+        // With K = 1 every entry is one rounded product, so SIMD and scalar agree exactly.
+        if (c.K == 1) CHECK(batched == batched_scalar);
       }
     }
   }

@@ -1,7 +1,8 @@
 // tests/tensor/test_kernels.cpp — every SIMD kernel (kernels::f) against its
 // scalar specification (kernels::scalar::f), at sizes 0, 1, 7, 8, 9, 15, 16,
-// 17 and 10,000: empty, one lane, just under/at/over one register of 8 floats
-// or two of 4 doubles, the same around 16, and a long run.
+// 17, 49 and 10,000: empty, one lane, just under/at/over one register of 8
+// floats or two of 4 doubles, the same around 16, a row of attention pooling's
+// 49 keys (6 batches and a tail that overlaps the last), and a long run.
 //
 // Tolerances. Operations IEEE-754 rounds exactly (+, −, ·, ÷, √, max, neg,
 // relu) must agree bit for bit. Transcendentals (exp, log, tanh, …) may differ
@@ -12,6 +13,7 @@
 // and 1e-12 in double. These tests run in both binaries.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -24,7 +26,7 @@ namespace k = attograd::kernels;
 namespace {
 
 constexpr double kTolerance = sizeof(real) == 4 ? 1e-5 : 1e-12;
-const std::vector<int64_t> kSizes = {0, 1, 7, 8, 9, 15, 16, 17, 10000};
+const std::vector<int64_t> kSizes = {0, 1, 7, 8, 9, 15, 16, 17, 49, 10000};
 
 using Values = std::vector<real>;
 
@@ -209,7 +211,8 @@ TEST_CASE("sum_axis and max_axis: SIMD equals scalar", "[kernels]") {
     int64_t outer, inner;
   };
   for (int64_t n : kSizes) {
-    for (Split split : {Split{3, 1}, Split{1, 1}, Split{2, 5}, Split{1, 17}, Split{2, 8}}) {
+    for (Split split : {Split{3, 1}, Split{1, 1}, Split{2, 5}, Split{1, 17}, Split{2, 8},
+                        Split{1, 9}, Split{2, 49}}) {
       const int64_t outer = split.outer, inner = split.inner;
       const std::string what = fmt::format("(outer {}, n {}, inner {})", outer, n, inner);
       const Values x = draw(outer * n * inner, -2, 2, generator);
@@ -249,6 +252,65 @@ TEST_CASE("max_axis picks the first of tied maxima in both versions", "[kernels]
   }
 }
 
+TEST_CASE("exp_nonpositive: SIMD equals scalar, within 1 ulp of std::exp", "[kernels]") {
+  Generator generator(9);
+  for (int64_t n : kSizes) {
+    const Values x = draw(n, -100, 0, generator);
+    Values out_simd(n), out_scalar(n);
+    k::exp_nonpositive(out_simd.data(), x.data(), n);
+    k::scalar::exp_nonpositive(out_scalar.data(), x.data(), n);
+    check_close(fmt::format("exp_nonpositive n={}", n), out_simd, out_scalar,
+                [&](size_t i) { return kTolerance * std::abs(double(out_scalar[i])); });
+  }
+
+  // A dense sweep of [−110, 0]: 2^22 + 1 evenly spaced points (every float
+  // step of 2.6e-5), then 0, −0, tiny arguments and −∞. Where e^x is a normal
+  // number the SIMD exp is within 1 ulp of std::exp (2 in double, xsimd::exp's);
+  // below that it is 0 or within the smallest normal number of e^x, never NaN.
+  constexpr int64_t kSteps = int64_t(1) << 22;
+  Values x(kSteps + 1);
+  for (int64_t i = 0; i <= kSteps; ++i) x[i] = static_cast<real>(-110.0 * double(i) / kSteps);
+  const real infinity = std::numeric_limits<real>::infinity();
+  for (real v : {real(0), real(-0.0), real(-1e-30), real(-1e-7), real(-0.5), -infinity}) {
+    x.push_back(v);
+  }
+  Values out(x.size());
+  k::exp_nonpositive(out.data(), x.data(), static_cast<int64_t>(x.size()));
+  const double max_ulp = sizeof(real) == 4 ? 1 : 2;
+  const real smallest_normal = std::numeric_limits<real>::min();
+  int64_t failures = 0, worst = -1;
+  double worst_ulp = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const real expected = std::exp(x[i]);
+    bool ok;
+    if (expected >= smallest_normal) {
+      const double ulp = double(std::nextafter(expected, infinity) - expected);
+      const double ulps = std::abs(double(out[i]) - double(expected)) / ulp;
+      ok = ulps <= max_ulp;
+      if (ulps > worst_ulp || !ok) worst_ulp = std::isnan(ulps) ? INFINITY : ulps;
+    } else {
+      ok = out[i] >= 0 && out[i] <= smallest_normal;  // false for NaN
+    }
+    if (!ok) {
+      ++failures;
+      worst = static_cast<int64_t>(i);
+    }
+  }
+  INFO("largest error " << worst_ulp << " ulp; " << failures << " failures"
+                        << (worst >= 0 ? fmt::format(", e.g. exp({}) = {} vs std::exp {}", x[worst],
+                                                     out[worst], std::exp(x[worst]))
+                                       : std::string()));
+  CHECK(failures == 0);
+  CHECK(out[kSteps + 1] == 1);  // e^0
+  CHECK(out[kSteps + 2] == 1);  // e^−0
+  CHECK(out.back() == 0);       // e^−∞
+
+  const Values not_a_number = {std::numeric_limits<real>::quiet_NaN()};
+  Values result(1);
+  k::exp_nonpositive(result.data(), not_a_number.data(), 1);
+  CHECK(std::isnan(result[0]));
+}
+
 TEST_CASE("softmax and log_softmax kernels: SIMD equals scalar", "[kernels]") {
   Generator generator(6);
   struct Rows {
@@ -258,6 +320,7 @@ TEST_CASE("softmax and log_softmax kernels: SIMD equals scalar", "[kernels]") {
   for (int64_t n : kSizes) cases.push_back({3, n});
   cases.push_back({1000, 7});
   cases.push_back({17, 9});
+  cases.push_back({50, 49});  // attention pooling: 50 queries over 49 keys
   for (Rows c : cases) {
     const int64_t count = c.rows * c.cols;
     const std::string what = fmt::format("({} rows, {} cols)", c.rows, c.cols);
