@@ -6,6 +6,7 @@
 #include "autograd/ops.hpp"
 #include "tensor/factory.hpp"
 #include "tensor/kernels.hpp"
+#include "tensor/pool.hpp"
 
 namespace attograd {
 
@@ -26,7 +27,7 @@ Tensor record(const char* name, Tensor output, std::vector<Tensor> inputs,
   const bool any = std::any_of(inputs.begin(), inputs.end(),
                                [](const Tensor& t) { return t.defined() && t.requires_grad(); });
   if (!any) return output;
-  auto node = std::make_shared<Node>();
+  auto node = make_pooled<Node>();
   node->name = name;
   node->inputs = std::move(inputs);
   node->backward = std::move(backward);

@@ -198,31 +198,42 @@ std::string NWKernelRegression::extra_repr() const {
 }
 
 // queries (Q) are repeated K times to meet their rows of keys (Q,K). Since
-// ((x − k)·w)² = (x − k)²·w², the squared distances — which do not depend on
-// w — are formed first and attend() scales them.
+// ((x − k)·w)²/2 = (x − k)²/2 · w², the part that does not depend on w —
+// −(x − k)²/2 — is formed first, already in the (Q,1,K) layout bmm wants,
+// and attend() scales it by w².
 Tensor NWKernelRegression::forward(const Tensor& queries, const Tensor& keys,
                                    const Tensor& values) {
   check_vector("NWKernelRegression", "queries", queries);
   check(keys.defined() && keys.dim() == 2,
         "NWKernelRegression: keys must be (Q,K), one row per query, got {}",
         keys.defined() ? keys.shape() : Shape{});
+  check(values.defined() && values.shape() == keys.shape(),
+        "NWKernelRegression: keys and values must both be (Q,K), got {} and {}", keys.shape(),
+        values.defined() ? values.shape() : Shape{});
   const int64_t q = queries.numel();
+  const int64_t k = keys.size(1);
   check(keys.size(0) == q, "NWKernelRegression: {} queries but {} rows of keys; give one row each",
         q, keys.size(0));
-  const Tensor queries_repeated =
-      reshape(repeat_interleave(queries, keys.size(1), 0), keys.shape());
+  const Tensor queries_repeated = reshape(repeat_interleave(queries, k, 0), keys.shape());
   const Tensor distances = queries_repeated - keys;  // (Q,K)
-  return attend(distances * distances, values);
+  const Tensor scores_unscaled = reshape(distances * distances * real(-0.5), {q, 1, k});
+  return reshape(attend(scores_unscaled, reshape(values, {q, k, 1})), {q});
 }
 
-//   α = softmax_k(−(x − k)²·w²/2)                          (Q,K)
-//   f̂ = bmm(α.unsqueeze(1), v.unsqueeze(−1))               (Q,1,K) @ (Q,K,1) → (Q,1,1) → (Q)
-Tensor NWKernelRegression::attend(const Tensor& squared_distances, const Tensor& values) {
-  check(squared_distances.defined() && values.defined() && squared_distances.dim() == 2 &&
-            squared_distances.shape() == values.shape(),
-        "NWKernelRegression: keys and values must both be (Q,K), got {} and {}",
-        squared_distances.defined() ? squared_distances.shape() : Shape{},
+//   s = −(x − k)²/2 · w²                                   (Q,1,K), w² broadcast along K
+//   α = softmax_k(s)                                       (Q,1,K)
+//   f̂ = bmm(α, v)                                          (Q,1,K) @ (Q,K,1) → (Q,1,1)
+Tensor NWKernelRegression::attend(const Tensor& scores_unscaled, const Tensor& values) {
+  const bool shapes_ok = scores_unscaled.defined() && values.defined() &&
+                         scores_unscaled.dim() == 3 && values.dim() == 3 &&
+                         scores_unscaled.size(1) == 1 && values.size(2) == 1 &&
+                         scores_unscaled.size(0) == values.size(0) &&
+                         scores_unscaled.size(2) == values.size(1);
+  check(shapes_ok,
+        "NWKernelRegression::attend: expected scores (Q,1,K) and values (Q,K,1), got {} and {}",
+        scores_unscaled.defined() ? scores_unscaled.shape() : Shape{},
         values.defined() ? values.shape() : Shape{});
+  const int64_t q = values.size(0);
   const int64_t k = values.size(1);
   check(k >= 1, "NWKernelRegression: keys {} have no columns to attend to", values.shape());
   check(options_.weight_count == 1 || options_.weight_count == k,
@@ -230,10 +241,9 @@ Tensor NWKernelRegression::attend(const Tensor& squared_distances, const Tensor&
         "(weight_count 1) or one entry per key",
         options_.weight_count, k);
 
-  const Tensor scale = w * w * real(-0.5);  // (1) or (K): −w²/2
-  const Tensor weights = softmax(squared_distances * scale, 1);
-  attention_weights_ = detach(weights);
-  return reshape(bmm(unsqueeze(weights, 1), unsqueeze(values, -1)), {-1});
+  const Tensor weights = softmax(scores_unscaled * (w * w), 2);  // (Q,1,K)
+  attention_weights_ = reshape(detach(weights), {q, k});
+  return bmm(weights, values);  // (Q,1,1)
 }
 
 Tensor leave_one_out(const Tensor& x) {
@@ -255,11 +265,17 @@ TrainResult train(NWKernelRegression& model, const Tensor& x_train, const Tensor
         "nw_regression::train: lr must be a positive finite number, got {}", options.lr_);
   const Tensor keys = leave_one_out(x_train);    // (N, N−1)
   const Tensor values = leave_one_out(y_train);  // (N, N−1)
-  // forward(x_train, keys, values) without the part that is the same every
-  // epoch: the squared distances (x_i − x_j)², j ≠ i.
+  // forward(x_train, keys, values) without the parts that are the same every
+  // epoch: −(x_i − x_j)²/2 for j ≠ i, and every tensor in bmm's layout.
   const int64_t n = x_train.numel();
-  const Tensor distances = reshape(repeat_interleave(x_train, n - 1, 0), {n, n - 1}) - keys;
-  const Tensor squared_distances = detach(distances * distances);
+  Tensor scores_unscaled, value_columns, targets;
+  {
+    NoGradGuard no_grad;
+    const Tensor distances = reshape(repeat_interleave(x_train, n - 1, 0), {n, n - 1}) - keys;
+    scores_unscaled = reshape(distances * distances * real(-0.5), {n, 1, n - 1});  // (N,1,N−1)
+    value_columns = reshape(values, {n, n - 1, 1});                                  // (N,N−1,1)
+    targets = reshape(y_train, {n, 1, 1});                                           // (N,1,1)
+  }
 
   nn::SGD optimizer(model.named_parameters(), nn::SGDOptions(options.lr_));
   TrainResult result;
@@ -268,7 +284,7 @@ TrainResult train(NWKernelRegression& model, const Tensor& x_train, const Tensor
   for (int64_t epoch = 1; epoch <= options.epochs_; ++epoch) {
     optimizer.zero_grad();
     const Tensor loss =
-        sum(nn::mse_loss(model.attend(squared_distances, values), y_train, nn::Reduction::none));
+        sum(nn::mse_loss(model.attend(scores_unscaled, value_columns), targets, nn::Reduction::none));
     backward(loss);
     optimizer.step();
     result.losses.push_back(loss.item());

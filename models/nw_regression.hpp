@@ -158,9 +158,10 @@ class NWKernelRegression : public nn::Module {
   // own row of keys and values (training leaves a different pair out of
   // each); K must equal w's length unless w is a single number.
   Tensor forward(const Tensor& queries, const Tensor& keys, const Tensor& values);
-  // squared_distances, values: (Q,K) -> (Q).  forward() from the squared
-  // distances (x − k)², which do not depend on w: training forms them once.
-  Tensor attend(const Tensor& squared_distances, const Tensor& values);
+  // scores_unscaled: (Q,1,K), values: (Q,K,1) -> (Q,1,1).  forward() from
+  // −(x − k)²/2, the part of the scores that does not depend on w, with
+  // everything already in bmm's batch layout: training forms these once.
+  Tensor attend(const Tensor& scores_unscaled, const Tensor& values);
 
   // (Q,K): the weights of the last forward, without history (for plots).
   const Tensor& attention_weights() const { return attention_weights_; }

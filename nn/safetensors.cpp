@@ -267,7 +267,7 @@ void write_safetensors(const std::filesystem::path& path, const TensorFile& file
   for (const auto& [name, tensor] : file.tensors) {
     const uint64_t size = uint64_t(tensor.numel()) * sizeof(float);
     header[name] = {{"dtype", "F32"},
-                    {"shape", std::vector<int64_t>(tensor.shape())},
+                    {"shape", tensor.shape().to_vector()},
                     {"data_offsets", {offset, offset + size}}};
     offset += size;
   }

@@ -4,10 +4,35 @@
 
 namespace attograd {
 
-int64_t Shape::numel() const {
-  int64_t n = 1;
-  for (int64_t size : *this) n *= size;
-  return n;
+void Dims::resize_spilled(size_t count, int64_t value) {
+  if (count > kInline) {
+    if (!spilled()) heap_.assign(inline_, inline_ + size_);
+    heap_.resize(count, value);
+  } else {
+    if (spilled()) std::copy(heap_.begin(), heap_.begin() + static_cast<std::ptrdiff_t>(count), inline_);
+    else std::fill(inline_ + std::min(size_, count), inline_ + count, value);
+    heap_.clear();
+    heap_.shrink_to_fit();
+  }
+  size_ = count;
+}
+
+Dims::iterator Dims::insert(const_iterator position, std::initializer_list<int64_t> values) {
+  const size_t at = static_cast<size_t>(position - begin());
+  const size_t old_size = size_;
+  resize(old_size + values.size());
+  int64_t* first = begin() + at;
+  std::move_backward(first, begin() + old_size, end());
+  std::copy(values.begin(), values.end(), first);
+  return first;
+}
+
+Dims::iterator Dims::erase(const_iterator first_in, const_iterator last_in) {
+  const size_t first = static_cast<size_t>(first_in - begin());
+  const size_t last = static_cast<size_t>(last_in - begin());
+  std::move(begin() + last, end(), begin() + first);
+  resize(size_ - (last - first));
+  return begin() + first;
 }
 
 std::string Shape::str() const {

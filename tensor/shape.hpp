@@ -9,9 +9,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <iterator>
 #include <initializer_list>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tensor/error.hpp"
@@ -26,20 +29,107 @@ namespace attograd {
 #endif
 using real = ATTOGRAD_REAL;
 
-class Shape : public std::vector<int64_t> {
+// One number per axis: the sizes of a shape, or the strides of a view. A
+// tensor is rarely more than a few axes deep, so up to kInline numbers live
+// inside the object itself; only a deeper list spills to the heap. Every op
+// makes a few of these, and keeping them off the heap saves most of the
+// allocations a small op would otherwise make. It behaves like the
+// std::vector<int64_t> subset the library uses (iterators are pointers).
+class Dims {
  public:
-  using std::vector<int64_t>::vector;
-  Shape(std::initializer_list<int64_t> sizes) : std::vector<int64_t>(sizes) {}
-  explicit Shape(const std::vector<int64_t>& sizes) : std::vector<int64_t>(sizes) {}
+  static constexpr size_t kInline = 6;
+  using value_type = int64_t;
+  using iterator = int64_t*;
+  using const_iterator = const int64_t*;
+
+  Dims() = default;
+  explicit Dims(size_t count, int64_t value = 0) { assign(count, value); }
+  Dims(std::initializer_list<int64_t> values) { assign(values.begin(), values.end()); }
+  explicit Dims(const std::vector<int64_t>& values) { assign(values.begin(), values.end()); }
+  template <typename It, typename = decltype(*std::declval<It>())>
+  Dims(It first, It last) {
+    assign(first, last);
+  }
+  Dims(const Dims& other) { assign(other.begin(), other.end()); }
+  Dims& operator=(const Dims& other) {
+    if (this != &other) assign(other.begin(), other.end());
+    return *this;
+  }
+
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  int64_t* data() { return spilled() ? heap_.data() : inline_; }
+  const int64_t* data() const { return spilled() ? heap_.data() : inline_; }
+  int64_t& operator[](size_t i) { return data()[i]; }
+  int64_t operator[](size_t i) const { return data()[i]; }
+  int64_t& front() { return data()[0]; }
+  int64_t front() const { return data()[0]; }
+  int64_t& back() { return data()[size_ - 1]; }
+  int64_t back() const { return data()[size_ - 1]; }
+  iterator begin() { return data(); }
+  iterator end() { return data() + size_; }
+  const_iterator begin() const { return data(); }
+  const_iterator end() const { return data() + size_; }
+
+  void clear() { resize(0); }
+  void resize(size_t count, int64_t value = 0) {
+    if (count <= kInline && !spilled()) {  // the usual case: stays inline
+      if (count > size_) std::fill(inline_ + size_, inline_ + count, value);
+      size_ = count;
+    } else {
+      resize_spilled(count, value);
+    }
+  }
+  void push_back(int64_t value) { insert(end(), value); }
+  void pop_back() { resize(size_ - 1); }
+  iterator insert(const_iterator position, int64_t value) { return insert(position, {value}); }
+  iterator insert(const_iterator position, std::initializer_list<int64_t> values);
+  iterator erase(const_iterator position) { return erase(position, position + 1); }
+  iterator erase(const_iterator first, const_iterator last);
+  std::vector<int64_t> to_vector() const { return {begin(), end()}; }
+
+  friend bool operator==(const Dims& a, const Dims& b) {
+    return a.size_ == b.size_ && std::equal(a.begin(), a.end(), b.begin());
+  }
+  friend bool operator!=(const Dims& a, const Dims& b) { return !(a == b); }
+
+ private:
+  bool spilled() const { return size_ > kInline; }
+  void resize_spilled(size_t count, int64_t value);
+  template <typename It>
+  void assign(It first, It last) {
+    resize(static_cast<size_t>(std::distance(first, last)));
+    std::copy(first, last, begin());
+  }
+  void assign(size_t count, int64_t value) {
+    resize(count);
+    std::fill(begin(), end(), value);
+  }
+
+  size_t size_ = 0;
+  int64_t inline_[kInline] = {};
+  std::vector<int64_t> heap_;  // holds the numbers only while size_ > kInline
+};
+
+class Shape : public Dims {
+ public:
+  using Dims::Dims;
+  Shape() = default;
+  Shape(std::initializer_list<int64_t> sizes) : Dims(sizes) {}
+  explicit Shape(const Dims& sizes) : Dims(sizes) {}
 
   int64_t ndim() const { return static_cast<int64_t>(size()); }
   // Number of elements: the product of the sizes (1 for a 0-d scalar).
-  int64_t numel() const;
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int64_t size : *this) n *= size;
+    return n;
+  }
   // "(2,3)" — the form used in every error message.
   std::string str() const;
 };
 
-using Strides = std::vector<int64_t>;
+using Strides = Dims;
 
 // Row-major strides of a contiguous tensor of this shape.
 Strides contiguous_strides(const Shape& shape);

@@ -9,6 +9,8 @@
 #include <new>
 #include <vector>
 
+#include "tensor/pool.hpp"
+
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>
 #endif
@@ -195,18 +197,17 @@ Tensor Tensor::empty(const Shape& shape) {
   for (int64_t size : shape) {
     check(size >= 0, "empty: shape {} has a negative size", shape);
   }
-  auto impl = std::make_shared<TensorImpl>();
-  impl->storage = std::make_shared<Storage>(shape.numel());
+  auto impl = make_pooled<TensorImpl>();
+  impl->storage = make_pooled<Storage>(shape.numel());
   impl->shape = shape;
   impl->strides = contiguous_strides(shape);
   return Tensor(std::move(impl));
 }
 
-TensorImpl& Tensor::impl() const {
-  check(impl_ != nullptr,
-        "Tensor: this tensor is undefined (default-constructed); create it with a factory "
-        "such as zeros() first");
-  return *impl_;
+void Tensor::throw_undefined() {
+  fail(
+      "Tensor: this tensor is undefined (default-constructed); create it with a factory "
+      "such as zeros() first");
 }
 
 int64_t Tensor::size(int64_t axis) const { return shape()[normalize_axis("size", axis, dim())]; }
@@ -261,7 +262,7 @@ std::vector<real> Tensor::to_vector() const {
 Tensor Tensor::contiguous_data() const {
   if (is_contiguous()) {
     // Share the data, but not the autograd identity.
-    auto view = std::make_shared<TensorImpl>();
+    auto view = make_pooled<TensorImpl>();
     view->storage = impl().storage;
     view->offset = impl().offset;
     view->shape = shape();
@@ -300,7 +301,7 @@ Tensor Tensor::as_strided(const Shape& new_shape, const Strides& new_strides,
           "outside the storage of {} elements",
           new_shape, Shape(new_strides), new_offset, lowest, highest, storage()->size());
   }
-  auto view = std::make_shared<TensorImpl>();
+  auto view = make_pooled<TensorImpl>();
   view->storage = impl().storage;
   view->offset = new_offset;
   view->shape = new_shape;

@@ -129,11 +129,17 @@ class Tensor {
   bool is_leaf() const { return impl().grad_fn == nullptr; }
   const std::shared_ptr<Node>& grad_fn() const { return impl().grad_fn; }
 
-  TensorImpl& impl() const;
+  // The state behind the handle; throws if the tensor is undefined.
+  TensorImpl& impl() const {
+    if (impl_ == nullptr) throw_undefined();
+    return *impl_;
+  }
   const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
   bool same(const Tensor& other) const { return impl_ == other.impl_; }
 
  private:
+  [[noreturn]] static void throw_undefined();
+
   std::shared_ptr<TensorImpl> impl_;
 };
 

@@ -260,7 +260,7 @@ TEST_CASE("The header is JSON with F32 entries that tile the data section", "[ch
     INFO(name);
     const Json& entry = parts.header.at(name);
     CHECK(entry.at("dtype") == "F32");
-    CHECK(entry.at("shape").get<std::vector<int64_t>>() == std::vector<int64_t>(tensor.shape()));
+    CHECK(entry.at("shape").get<std::vector<int64_t>>() == tensor.shape().to_vector());
     const auto offsets = entry.at("data_offsets").get<std::vector<uint64_t>>();
     REQUIRE(offsets.size() == 2);
     CHECK(offsets[0] == offset);

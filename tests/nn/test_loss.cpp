@@ -48,10 +48,14 @@ TEST_CASE("mse_loss refuses shapes that differ instead of broadcasting", "[nn][l
 
 TEST_CASE("mse_loss gradients pass gradcheck", "[nn][loss][f64]") {
   Generator generator(1);
-  for (Reduction reduction : {Reduction::none, Reduction::sum, Reduction::mean}) {
-    require_gradcheck(
-        [&](const std::vector<Tensor>& in) { return nn::mse_loss(in[0], in[1], reduction); },
-        {randn({3, 4}, generator), randn({3, 4}, generator)});
+  // mse_loss is its own op (squared errors in one node): both inputs, odd sizes.
+  for (const Shape& shape : {Shape{1}, Shape{7}, Shape{3, 4}, Shape{2, 3, 5}, Shape{9, 1, 1}}) {
+    for (Reduction reduction : {Reduction::none, Reduction::sum, Reduction::mean}) {
+      INFO(fmt::format("shape {} reduction {}", shape, static_cast<int>(reduction)));
+      require_gradcheck(
+          [&](const std::vector<Tensor>& in) { return nn::mse_loss(in[0], in[1], reduction); },
+          {randn(shape, generator), randn(shape, generator)});
+    }
   }
 }
 
