@@ -21,12 +21,26 @@ bool grad_enabled() { return grad_mode; }
 NoGradGuard::NoGradGuard() : previous_(grad_mode) { grad_mode = false; }
 NoGradGuard::~NoGradGuard() { grad_mode = previous_; }
 
+namespace {
+
+bool any_requires_grad(const Tensor* first, const Tensor* last) {
+  return grad_mode &&
+         std::any_of(first, last, [](const Tensor& t) { return t.defined() && t.requires_grad(); });
+}
+
+}  // namespace
+
+bool should_record(std::initializer_list<Tensor> inputs) {
+  return any_requires_grad(inputs.begin(), inputs.end());
+}
+
+bool should_record(const std::vector<Tensor>& inputs) {
+  return any_requires_grad(inputs.data(), inputs.data() + inputs.size());
+}
+
 Tensor record(const char* name, Tensor output, std::vector<Tensor> inputs,
               Node::BackwardFn backward) {
-  if (!grad_mode) return output;
-  const bool any = std::any_of(inputs.begin(), inputs.end(),
-                               [](const Tensor& t) { return t.defined() && t.requires_grad(); });
-  if (!any) return output;
+  if (!should_record(inputs)) return output;
   auto node = make_pooled<Node>();
   node->name = name;
   node->inputs = std::move(inputs);

@@ -9,6 +9,8 @@
 #pragma once
 
 #include <functional>
+#include <initializer_list>
+#include <vector>
 
 #include "autograd/node.hpp"
 #include "tensor/tensor.hpp"
@@ -33,10 +35,27 @@ class NoGradGuard {
   bool previous_;
 };
 
+// Would an op on these inputs be recorded: is recording on, and does some
+// input require grad?
+bool should_record(std::initializer_list<Tensor> inputs);
+bool should_record(const std::vector<Tensor>& inputs);
+
 // Attach a Node to `output` when recording is on and some input requires grad;
 // otherwise return `output` unchanged. `output` must be freshly made by the op.
 Tensor record(const char* name, Tensor output, std::vector<Tensor> inputs,
               Node::BackwardFn backward);
+
+// The same for the usual call, record("mul", y, {a, b}, [a, b](…) {…}): the
+// input list and the closure become a Node's vector and std::function (two
+// heap blocks) only when the op is recorded. Under NoGradGuard — inside every
+// backward closure, in evaluation — an op then allocates nothing for its graph.
+template <typename Backward>
+Tensor record(const char* name, Tensor output, std::initializer_list<Tensor> inputs,
+              Backward&& backward) {
+  if (!should_record(inputs)) return output;
+  return record(name, std::move(output), std::vector<Tensor>(inputs),
+                Node::BackwardFn(std::forward<Backward>(backward)));
+}
 
 // ---- Leaves and gradients -------------------------------------------------
 
