@@ -224,11 +224,10 @@ Tensor NWKernelRegression::forward(const Tensor& queries, const Tensor& keys,
 //   α = softmax_k(s)                                       (Q,1,K)
 //   f̂ = bmm(α, v)                                          (Q,1,K) @ (Q,K,1) → (Q,1,1)
 Tensor NWKernelRegression::attend(const Tensor& scores_unscaled, const Tensor& values) {
-  const bool shapes_ok = scores_unscaled.defined() && values.defined() &&
-                         scores_unscaled.dim() == 3 && values.dim() == 3 &&
-                         scores_unscaled.size(1) == 1 && values.size(2) == 1 &&
-                         scores_unscaled.size(0) == values.size(0) &&
-                         scores_unscaled.size(2) == values.size(1);
+  const bool shapes_ok =
+      scores_unscaled.defined() && values.defined() && scores_unscaled.dim() == 3 &&
+      values.dim() == 3 && scores_unscaled.size(1) == 1 && values.size(2) == 1 &&
+      scores_unscaled.size(0) == values.size(0) && scores_unscaled.size(2) == values.size(1);
   check(shapes_ok,
         "NWKernelRegression::attend: expected scores (Q,1,K) and values (Q,K,1), got {} and {}",
         scores_unscaled.defined() ? scores_unscaled.shape() : Shape{},
@@ -273,8 +272,8 @@ TrainResult train(NWKernelRegression& model, const Tensor& x_train, const Tensor
     NoGradGuard no_grad;
     const Tensor distances = reshape(repeat_interleave(x_train, n - 1, 0), {n, n - 1}) - keys;
     scores_unscaled = reshape(distances * distances * real(-0.5), {n, 1, n - 1});  // (N,1,N−1)
-    value_columns = reshape(values, {n, n - 1, 1});                                  // (N,N−1,1)
-    targets = reshape(y_train, {n, 1, 1});                                           // (N,1,1)
+    value_columns = reshape(values, {n, n - 1, 1});                                // (N,N−1,1)
+    targets = reshape(y_train, {n, 1, 1});                                         // (N,1,1)
   }
 
   nn::SGD optimizer(model.named_parameters(), nn::SGDOptions(options.lr_));
@@ -283,8 +282,8 @@ TrainResult train(NWKernelRegression& model, const Tensor& x_train, const Tensor
   double start = thread_cpu_ms();
   for (int64_t epoch = 1; epoch <= options.epochs_; ++epoch) {
     optimizer.zero_grad();
-    const Tensor loss =
-        sum(nn::mse_loss(model.attend(scores_unscaled, value_columns), targets, nn::Reduction::none));
+    const Tensor loss = sum(
+        nn::mse_loss(model.attend(scores_unscaled, value_columns), targets, nn::Reduction::none));
     backward(loss);
     optimizer.step();
     result.losses.push_back(loss.item());

@@ -6,9 +6,9 @@ namespace attograd::pool {
 
 namespace {
 
-constexpr size_t kGranule = 16;                // size classes 16, 32, …, 512 bytes
-constexpr size_t kClassCount = 32;             // larger blocks are not pooled
-constexpr size_t kMostBlocksPerClass = 4096;   // beyond this, a freed block goes back
+constexpr size_t kGranule = 16;               // size classes 16, 32, …, 512 bytes
+constexpr size_t kClassCount = 32;            // larger blocks are not pooled
+constexpr size_t kMostBlocksPerClass = 4096;  // beyond this, a freed block goes back
 
 // AddressSanitizer must see every free to catch a use after it: there,
 // every block goes straight to the system.
@@ -74,6 +74,8 @@ void deallocate(void* block, size_t bytes) noexcept {
   lists.head[c] = free_block;
   ++lists.count[c];
 }
+
+bool enabled() { return kPooling; }
 
 size_t cached_blocks() {
   if (lists_closed) return 0;

@@ -25,6 +25,9 @@ void* allocate(size_t bytes);
 void deallocate(void* block, size_t bytes) noexcept;
 // Blocks waiting on this thread's free lists (for tests).
 size_t cached_blocks();
+// False in AddressSanitizer builds, where every block goes to the system so
+// that a use after free is still caught.
+bool enabled();
 
 // The allocator std::allocate_shared uses to place an object and its
 // reference counts in one pooled block.

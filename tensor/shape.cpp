@@ -9,8 +9,10 @@ void Dims::resize_spilled(size_t count, int64_t value) {
     if (!spilled()) heap_.assign(inline_, inline_ + size_);
     heap_.resize(count, value);
   } else {
-    if (spilled()) std::copy(heap_.begin(), heap_.begin() + static_cast<std::ptrdiff_t>(count), inline_);
-    else std::fill(inline_ + std::min(size_, count), inline_ + count, value);
+    if (spilled())
+      std::copy(heap_.begin(), heap_.begin() + static_cast<std::ptrdiff_t>(count), inline_);
+    else
+      std::fill(inline_ + std::min(size_, count), inline_ + count, value);
     heap_.clear();
     heap_.shrink_to_fit();
   }

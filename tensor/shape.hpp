@@ -11,8 +11,8 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <iterator>
 #include <initializer_list>
+#include <iterator>
 #include <string>
 #include <utility>
 #include <vector>
@@ -50,9 +50,17 @@ class Dims {
   Dims(It first, It last) {
     assign(first, last);
   }
-  Dims(const Dims& other) { assign(other.begin(), other.end()); }
+  Dims(const Dims& other) { *this = other; }
   Dims& operator=(const Dims& other) {
-    if (this != &other) assign(other.begin(), other.end());
+    if (this == &other) return *this;
+    if (other.spilled()) {
+      heap_ = other.heap_;
+    } else {
+      heap_ = {};
+      // All kInline entries, a fixed count: a few moves, not a memmove call.
+      std::copy(other.inline_, other.inline_ + kInline, inline_);
+    }
+    size_ = other.size_;
     return *this;
   }
 
@@ -74,7 +82,10 @@ class Dims {
   void clear() { resize(0); }
   void resize(size_t count, int64_t value = 0) {
     if (count <= kInline && !spilled()) {  // the usual case: stays inline
-      if (count > size_) std::fill(inline_ + size_, inline_ + count, value);
+      // A fixed trip count, so this compiles to a few stores, not a memset call.
+      for (size_t i = 0; i < kInline; ++i) {
+        if (i >= size_ && i < count) inline_[i] = value;
+      }
       size_ = count;
     } else {
       resize_spilled(count, value);
@@ -89,7 +100,11 @@ class Dims {
   std::vector<int64_t> to_vector() const { return {begin(), end()}; }
 
   friend bool operator==(const Dims& a, const Dims& b) {
-    return a.size_ == b.size_ && std::equal(a.begin(), a.end(), b.begin());
+    if (a.size_ != b.size_) return false;
+    for (size_t i = 0; i < a.size_; ++i) {
+      if (a[i] != b[i]) return false;
+    }
+    return true;
   }
   friend bool operator!=(const Dims& a, const Dims& b) { return !(a == b); }
 

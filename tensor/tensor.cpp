@@ -260,6 +260,9 @@ std::vector<real> Tensor::to_vector() const {
 }
 
 Tensor Tensor::contiguous_data() const {
+  const TensorImpl& self = impl();
+  // A plain tensor (no gradient, no history) is already what is asked for.
+  if (!self.requires_grad && !self.grad_fn && is_contiguous()) return *this;
   if (is_contiguous()) {
     // Share the data, but not the autograd identity.
     auto view = make_pooled<TensorImpl>();

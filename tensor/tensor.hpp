@@ -111,8 +111,10 @@ class Tensor {
   // All values in row-major order (works for any view).
   std::vector<real> to_vector() const;
 
-  // A contiguous tensor with the same values: this one if already contiguous,
-  // otherwise a copy. No gradient flows (see autograd's contiguous()).
+  // A contiguous tensor with the same values: this one if already contiguous
+  // (the same handle when it has no autograd state, else a view of the same
+  // storage without it), otherwise a copy. No gradient flows (see autograd's
+  // contiguous()).
   Tensor contiguous_data() const;
   // A contiguous copy of the values with no autograd history.
   Tensor clone_data() const;

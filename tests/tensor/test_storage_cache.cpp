@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "attograd.hpp"
+#include "tensor/pool.hpp"
 
 using namespace attograd;
 
@@ -140,4 +141,34 @@ TEST_CASE("storage cache: zeros() is zero even in a recycled block", "[storage]"
   }
   const Tensor clean = zeros({333});
   for (real value : clean.to_vector()) REQUIRE(value == 0);
+}
+
+// ---- The pool of small objects (tensor/pool.hpp) ---------------------------------
+
+TEST_CASE("pooled objects are recycled on the thread that frees them", "[tensor][pool]") {
+  if (!pool::enabled()) return;  // AddressSanitizer build: every block goes to the system
+  struct Small {
+    int64_t a = 1, b = 2, c = 3;
+  };
+  auto first = make_pooled<Small>();
+  const void* address = first.get();
+  const size_t before = pool::cached_blocks();
+  first.reset();
+  CHECK(pool::cached_blocks() == before + 1);
+  auto second = make_pooled<Small>();  // the same size class: the block just freed
+  CHECK(static_cast<const void*>(second.get()) == address);
+  CHECK(pool::cached_blocks() == before);
+  CHECK(second->c == 3);
+}
+
+TEST_CASE("tensors made on one thread can be freed on another", "[tensor][pool]") {
+  std::vector<Tensor> made;
+  std::thread worker([&] {
+    for (int i = 0; i < 100; ++i) made.push_back(full({3, 2}, real(i)));
+  });
+  worker.join();  // the worker's own free lists are gone now
+  for (int i = 0; i < 100; ++i) CHECK(made[size_t(i)].at({2, 1}) == real(i));
+  made.clear();  // the blocks go to this thread's lists (or the system)
+  const Tensor fresh = full({3, 2}, real(7));
+  CHECK(fresh.at({0, 0}) == 7);
 }

@@ -298,3 +298,52 @@ TEST_CASE("Generator helpers", "[tensor][random]") {
   for (int i = 0; i < 10000; ++i) heads += generator.bernoulli(0.25) ? 1 : 0;
   CHECK(heads == Approx(2500).margin(220));
 }
+
+TEST_CASE("Dims keeps six entries inline and spills deeper lists to the heap", "[tensor][shape]") {
+  // Grow one entry at a time across the inline limit and back, checking the
+  // values against a std::vector doing the same.
+  Dims dims;
+  std::vector<int64_t> expected;
+  for (int64_t i = 0; i < 9; ++i) {
+    dims.push_back(10 + i);
+    expected.push_back(10 + i);
+    CHECK(dims.to_vector() == expected);
+  }
+  dims.insert(dims.begin() + 2, {-1, -2});  // 11 entries
+  expected.insert(expected.begin() + 2, {-1, -2});
+  CHECK(dims.to_vector() == expected);
+  dims.erase(dims.begin() + 1, dims.begin() + 7);  // back to 5: inline again
+  expected.erase(expected.begin() + 1, expected.begin() + 7);
+  CHECK(dims.to_vector() == expected);
+  CHECK(dims.size() == 5);
+
+  // Copies are deep and compare equal, inline or spilled.
+  const Dims small{1, 2, 3};
+  const Dims deep{1, 2, 3, 4, 5, 6, 7, 8};
+  Dims copy = deep;
+  CHECK(copy == deep);
+  copy[7] = 0;
+  CHECK(deep[7] == 8);
+  CHECK(copy != deep);
+  copy = small;
+  CHECK(copy == small);
+  CHECK(copy.size() == 3);
+  copy = deep;
+  CHECK(copy.to_vector() == deep.to_vector());
+  CHECK(Dims{1, 2} != Dims{1, 2, 0});
+
+  // resize fills new entries with the value given, also past the limit.
+  Dims grown{7};
+  grown.resize(8, 4);
+  CHECK(grown.to_vector() == std::vector<int64_t>{7, 4, 4, 4, 4, 4, 4, 4});
+  grown.resize(2);
+  CHECK(grown.to_vector() == std::vector<int64_t>{7, 4});
+  grown.resize(4, 9);
+  CHECK(grown.to_vector() == std::vector<int64_t>{7, 4, 9, 9});
+
+  // A tensor of more than six axes keeps working through the heap path.
+  const Tensor t = zeros({1, 2, 1, 2, 1, 2, 1, 2});
+  CHECK(t.shape().str() == "(1,2,1,2,1,2,1,2)");
+  CHECK(t.strides().to_vector() == std::vector<int64_t>{16, 8, 8, 4, 4, 2, 2, 1});
+  CHECK(sum(t).item() == 0);
+}
