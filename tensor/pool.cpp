@@ -54,13 +54,17 @@ size_t class_of(size_t bytes) {
 
 void* allocate(size_t bytes) {
   const size_t c = class_of(bytes);
-  if (!kPooling || c == kClassCount || lists_closed) return ::operator new(bytes);
+  if (c == kClassCount) return ::operator new(bytes);
+  // Always the class's full size, even when the lists are not used: the block
+  // may be freed on another thread whose lists take it, and then serve any
+  // request of its class.
+  if (!kPooling || lists_closed) return ::operator new((c + 1) * kGranule);
   if (FreeBlock* block = lists.head[c]) {
     lists.head[c] = block->next;
     --lists.count[c];
     return block;
   }
-  return ::operator new((c + 1) * kGranule);  // the class's full size, so any of it can reuse it
+  return ::operator new((c + 1) * kGranule);
 }
 
 void deallocate(void* block, size_t bytes) noexcept {
