@@ -4,15 +4,13 @@
 
 namespace attograd {
 
+// resize() when the list is or becomes longer than kInline.
 void Dims::resize_spilled(size_t count, int64_t value) {
   if (count > kInline) {
     if (!spilled()) heap_.assign(inline_, inline_ + size_);
     heap_.resize(count, value);
-  } else {
-    if (spilled())
-      std::copy(heap_.begin(), heap_.begin() + static_cast<std::ptrdiff_t>(count), inline_);
-    else
-      std::fill(inline_ + std::min(size_, count), inline_ + count, value);
+  } else {  // spilled, and back within kInline: the first `count` move inline
+    std::copy(heap_.begin(), heap_.begin() + static_cast<std::ptrdiff_t>(count), inline_);
     heap_.clear();
     heap_.shrink_to_fit();
   }

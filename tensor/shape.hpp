@@ -43,7 +43,7 @@ class Dims {
   using const_iterator = const int64_t*;
 
   Dims() = default;
-  explicit Dims(size_t count, int64_t value = 0) { assign(count, value); }
+  explicit Dims(size_t count, int64_t value = 0) { resize(count, value); }
   Dims(std::initializer_list<int64_t> values) { assign(values.begin(), values.end()); }
   explicit Dims(const std::vector<int64_t>& values) { assign(values.begin(), values.end()); }
   template <typename It, typename = decltype(*std::declval<It>())>
@@ -115,10 +115,6 @@ class Dims {
   void assign(It first, It last) {
     resize(static_cast<size_t>(std::distance(first, last)));
     std::copy(first, last, begin());
-  }
-  void assign(size_t count, int64_t value) {
-    resize(count);
-    std::fill(begin(), end(), value);
   }
 
   size_t size_ = 0;
