@@ -260,19 +260,17 @@ std::vector<real> Tensor::to_vector() const {
 }
 
 Tensor Tensor::contiguous_data() const {
+  if (!is_contiguous()) return clone_data();
   const TensorImpl& self = impl();
   // A plain tensor (no gradient, no history) is already what is asked for.
-  if (!self.requires_grad && !self.grad_fn && is_contiguous()) return *this;
-  if (is_contiguous()) {
-    // Share the data, but not the autograd identity.
-    auto view = make_pooled<TensorImpl>();
-    view->storage = impl().storage;
-    view->offset = impl().offset;
-    view->shape = shape();
-    view->strides = contiguous_strides(shape());
-    return Tensor(std::move(view));
-  }
-  return clone_data();
+  if (!self.requires_grad && !self.grad_fn) return *this;
+  // Otherwise share the data, but not the autograd identity.
+  auto view = make_pooled<TensorImpl>();
+  view->storage = self.storage;
+  view->offset = self.offset;
+  view->shape = self.shape;
+  view->strides = contiguous_strides(self.shape);
+  return Tensor(std::move(view));
 }
 
 Tensor Tensor::clone_data() const {
