@@ -49,6 +49,16 @@ double thread_cpu_ms() {
   return static_cast<double>(now.tv_sec) * 1e3 + static_cast<double>(now.tv_nsec) * 1e-6;
 }
 
+// queries: (Q), keys: (Q,K) -> (Q,1,K).  −(x − k)²/2, the part of the
+// learned estimator's scores that does not depend on w, each query against
+// its own row of keys (queries repeated K times), in bmm's batch layout.
+Tensor unscaled_scores(const Tensor& queries, const Tensor& keys) {
+  const int64_t q = keys.size(0);
+  const int64_t k = keys.size(1);
+  const Tensor distances = reshape(repeat_interleave(queries, k, 0), {q, k}) - keys;  // (Q,K)
+  return reshape(distances * distances * real(-0.5), {q, 1, k});
+}
+
 }  // namespace
 
 // ---- The data ---------------------------------------------------------------
@@ -214,10 +224,7 @@ Tensor NWKernelRegression::forward(const Tensor& queries, const Tensor& keys,
   const int64_t k = keys.size(1);
   check(keys.size(0) == q, "NWKernelRegression: {} queries but {} rows of keys; give one row each",
         q, keys.size(0));
-  const Tensor queries_repeated = reshape(repeat_interleave(queries, k, 0), keys.shape());
-  const Tensor distances = queries_repeated - keys;  // (Q,K)
-  const Tensor scores_unscaled = reshape(distances * distances * real(-0.5), {q, 1, k});
-  return reshape(attend(scores_unscaled, reshape(values, {q, k, 1})), {q});
+  return reshape(attend(unscaled_scores(queries, keys), reshape(values, {q, k, 1})), {q});
 }
 
 //   s = −(x − k)²/2 · w²                                   (Q,1,K), w² broadcast along K
@@ -270,10 +277,9 @@ TrainResult train(NWKernelRegression& model, const Tensor& x_train, const Tensor
   Tensor scores_unscaled, value_columns, targets;
   {
     NoGradGuard no_grad;
-    const Tensor distances = reshape(repeat_interleave(x_train, n - 1, 0), {n, n - 1}) - keys;
-    scores_unscaled = reshape(distances * distances * real(-0.5), {n, 1, n - 1});  // (N,1,N−1)
-    value_columns = reshape(values, {n, n - 1, 1});                                // (N,N−1,1)
-    targets = reshape(y_train, {n, 1, 1});                                         // (N,1,1)
+    scores_unscaled = unscaled_scores(x_train, keys);  // (N,1,N−1)
+    value_columns = reshape(values, {n, n - 1, 1});    // (N,N−1,1)
+    targets = reshape(y_train, {n, 1, 1});             // (N,1,1)
   }
 
   nn::SGD optimizer(model.named_parameters(), nn::SGDOptions(options.lr_));
