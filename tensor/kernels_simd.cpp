@@ -422,20 +422,15 @@ void softmax_backward(real* dx, const real* y, const real* dy, int64_t rows, int
 void log_softmax_forward(real* out, const real* x, int64_t rows, int64_t cols) {
   for (int64_t r = 0; r < rows; ++r) {
     const real* in = x + r * cols;
+    if (cols == 0) continue;
     const real largest = maximum(in, cols);
     const Batch shift(largest);
     Batch terms(real(0));
-    if (cols < W) {
-      if (cols == 0) continue;
+    int64_t c = 0;
+    for (; c + W <= cols; c += W) terms += exp_nonpositive<real>(load(in + c) - shift);
+    if (c < cols) {
       const real lowest = -std::numeric_limits<real>::infinity();  // e^−∞ = 0 in the pad lanes
-      terms = exp_nonpositive<real>(load_partial(in, cols, lowest) - shift);
-    } else {
-      int64_t c = 0;
-      for (; c + W <= cols; c += W) terms += exp_nonpositive<real>(load(in + c) - shift);
-      if (c < cols) {
-        terms += xsimd::select(tail_lanes(cols), exp_nonpositive<real>(load(in + cols - W) - shift),
-                               Batch(real(0)));
-      }
+      terms += exp_nonpositive<real>(tail_batch(in, cols, lowest) - shift);
     }
     const Batch log_total(largest + std::log(xsimd::hadd(terms)));
     map(
