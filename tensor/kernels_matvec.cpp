@@ -3,6 +3,7 @@
 #include "tensor/kernels_matvec.hpp"
 
 #include <array>
+#include <type_traits>
 
 #include "tensor/xsimd.hpp"
 
@@ -47,10 +48,23 @@ constexpr int64_t W = static_cast<int64_t>(Batch::size);
 
 Batch load(const real* p) { return Batch::load_unaligned(p); }
 
+// sums[r] = the sum of acc[r]'s lanes, for W accumulators. xsimd's haddp
+// does all W at once with shared shuffles, but xsimd 8.1's AVX-512 float
+// version mixes up the rows (16 floats: 8 of 16 sums come out wrong), so
+// there each accumulator is summed by itself.
+void horizontal_sums(const std::array<Batch, W>& acc, real* sums) {
+  constexpr bool haddp_broken = std::is_same_v<real, float> && W == 16;
+  if constexpr (haddp_broken) {
+    for (int64_t r = 0; r < W; ++r) sums[r] = xsimd::hadd(acc[r]);
+  } else {
+    xsimd::haddp(acc.data()).store_unaligned(sums);
+  }
+}
+
 }  // namespace
 
 // W rows of w per pass (8 floats with AVX2): W independent FMA chains share
-// each load of x, and one haddp turns the W accumulators into W results.
+// each load of x, and horizontal_sums turns the W accumulators into W results.
 // The k left over after the last full batch (K mod W) are added as scalars.
 void matvec_nt(real* y, const real* x, const real* w, int64_t K, int64_t N) {
   const int64_t k_full = K - K % W;
@@ -62,8 +76,8 @@ void matvec_nt(real* y, const real* x, const real* w, int64_t K, int64_t N) {
       const Batch xv = load(x + k);
       for (int64_t r = 0; r < W; ++r) acc[r] = xsimd::fma(load(w + (j + r) * K + k), xv, acc[r]);
     }
-    alignas(64) std::array<real, W> sums;
-    xsimd::haddp(acc.data()).store_aligned(sums.data());
+    std::array<real, W> sums;
+    horizontal_sums(acc, sums.data());
     for (int64_t r = 0; r < W; ++r) {
       real total = sums[r];
       for (int64_t k = k_full; k < K; ++k) total += w[(j + r) * K + k] * x[k];
