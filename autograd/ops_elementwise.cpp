@@ -94,12 +94,40 @@ Tensor sub(const Tensor& a, const Tensor& b) {
   });
 }
 
+namespace {
+
+// dy ⊙ other, the gradient of mul's factor of shape `shape`. When that factor
+// was broadcast along leading axes only — a single number, or a block repeated
+// over the leading axes (the kernel regression's w² over every query) — the
+// engine would sum dy ⊙ other down to `shape` anyway; one column_dots pass
+// forms those sums without writing the full product. Otherwise the product
+// is returned at dy's shape, and the engine's sum_to reduces it.
+Tensor product_gradient(const Tensor& dy, const Tensor& other, const Shape& shape) {
+  const Shape& full = dy.shape();
+  int64_t kept = shape.ndim();  // shape's axes after its leading 1s
+  while (kept > 0 && shape[shape.ndim() - kept] == 1) --kept;
+  bool leading_only =
+      shape != full && shape.numel() > 0 && other.shape() == full && kept <= full.ndim();
+  for (int64_t axis = 1; leading_only && axis <= kept; ++axis) {
+    leading_only = shape[shape.ndim() - axis] == full[full.ndim() - axis];
+  }
+  if (!leading_only) return mul(dy, other);
+  const int64_t cols = shape.numel();
+  Tensor gradient = Tensor::empty(shape);
+  kernels::column_dots(gradient.data(), dy.contiguous_data().data(), other.contiguous_data().data(),
+                       full.numel() / cols, cols);
+  return gradient;
+}
+
+}  // namespace
+
 // y = a ⊙ b          da = dy ⊙ b,  db = dy ⊙ a
+// (each summed down to its factor's shape where the factor was broadcast)
 Tensor mul(const Tensor& a, const Tensor& b) {
   Tensor y = detail::binary_values(Binary::mul, "mul", a, b);
   return record("mul", y, {a, b}, [a, b](const Tensor& dy) {
-    return std::vector<Tensor>{a.requires_grad() ? mul(dy, b) : Tensor(),
-                               b.requires_grad() ? mul(dy, a) : Tensor()};
+    return std::vector<Tensor>{a.requires_grad() ? product_gradient(dy, b, a.shape()) : Tensor(),
+                               b.requires_grad() ? product_gradient(dy, a, b.shape()) : Tensor()};
   });
 }
 

@@ -288,8 +288,10 @@ TrainResult train(NWKernelRegression& model, const Tensor& x_train, const Tensor
   double start = thread_cpu_ms();
   for (int64_t epoch = 1; epoch <= options.epochs_; ++epoch) {
     optimizer.zero_grad();
-    const Tensor loss = sum(
-        nn::mse_loss(model.attend(scores_unscaled, value_columns), targets, nn::Reduction::none));
+    // The seed's loss(net(…), y).sum() with an unreduced MSE: Σᵢ (f̂(xᵢ) − yᵢ)²,
+    // which mse_loss's sum reduction forms as one graph node.
+    const Tensor loss =
+        nn::mse_loss(model.attend(scores_unscaled, value_columns), targets, nn::Reduction::sum);
     backward(loss);
     optimizer.step();
     result.losses.push_back(loss.item());

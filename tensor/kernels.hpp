@@ -38,6 +38,7 @@ void binary_forward(Binary op, real* out, const real* a, int64_t a_step, const r
 void exp_nonpositive(real* out, const real* x, int64_t n);
 void accumulate(real* out, const real* x, int64_t n);
 void sum_axis_forward(real* out, const real* x, int64_t outer, int64_t n, int64_t inner);
+void column_dots(real* out, const real* a, const real* b, int64_t rows, int64_t cols);
 void max_axis_forward(real* out, int64_t* argmax, const real* x, int64_t outer, int64_t n,
                       int64_t inner);
 void softmax_forward(real* out, const real* x, int64_t rows, int64_t cols);
@@ -72,6 +73,11 @@ void exp_nonpositive(real* out, const real* x, int64_t n);
 void accumulate(real* out, const real* x, int64_t n);
 // out: (outer, inner); x: (outer, n, inner).  out = Σ over the middle axis
 void sum_axis_forward(real* out, const real* x, int64_t outer, int64_t n, int64_t inner);
+// out: (cols); a, b: (rows, cols).  out[j] = Σ_r a[r][j] · b[r][j] — the sum over
+// the rows of a ⊙ b without forming it: a broadcast factor's gradient in mul's
+// backward, Σ over the broadcast rows of dy ⊙ (the other factor). cols = 1 is
+// one dot product of length rows.
+void column_dots(real* out, const real* a, const real* b, int64_t rows, int64_t cols);
 // out, argmax: (outer, inner); x: (outer, n, inner).  max over the middle axis; argmax is
 // the first index that attains it
 void max_axis_forward(real* out, int64_t* argmax, const real* x, int64_t outer, int64_t n,

@@ -128,6 +128,13 @@ void sum_axis_forward(real* out, const real* x, int64_t outer, int64_t n, int64_
   }
 }
 
+void column_dots(real* out, const real* a, const real* b, int64_t rows, int64_t cols) {
+  for (int64_t j = 0; j < cols; ++j) out[j] = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t j = 0; j < cols; ++j) out[j] += a[r * cols + j] * b[r * cols + j];
+  }
+}
+
 void max_axis_forward(real* out, int64_t* argmax, const real* x, int64_t outer, int64_t n,
                       int64_t inner) {
   for (int64_t o = 0; o < outer; ++o) {

@@ -330,29 +330,46 @@ void accumulate(real* out, const real* x, int64_t n) {
       out, n, [](Batch o, Batch v, Batch) { return o + v; }, out, x);
 }
 
+namespace {
+
+// out[j] = Σ_r term(r·cols + j) for cols ≥ W columns: W columns at a time,
+// summed down the rows in a register, each in the order r = 0, 1, … as the
+// scalar loops add them. The last columns as the W ending at `cols` (columns
+// summed twice get the same sums).
+template <typename Term>
+void column_sums(real* out, int64_t rows, int64_t cols, Term term) {
+  auto columns = [&](int64_t j) {
+    Batch total(real(0));
+    for (int64_t r = 0; r < rows; ++r) total += term(r * cols + j);
+    total.store_unaligned(out + j);
+  };
+  const int64_t last = cols - W;
+  for (int64_t j = 0; j < last; j += W) columns(j);
+  columns(last);
+}
+
+}  // namespace
+
 void sum_axis_forward(real* out, const real* x, int64_t outer, int64_t n, int64_t inner) {
   for (int64_t o = 0; o < outer; ++o) {
     const real* block = x + o * n * inner;
     if (inner == 1) {
       out[o] = sum(block, n);
-      continue;
+    } else if (inner < W) {
+      scalar::sum_axis_forward(out + o * inner, block, 1, n, inner);
+    } else {
+      column_sums(out + o * inner, n, inner, [&](int64_t i) { return load(block + i); });
     }
-    // W columns at a time, summed down the n rows in a register: each column
-    // in the order k = 0, 1, …, as the scalar loop adds it. The last columns
-    // as the W ending at `inner` (columns summed twice get the same sums).
-    real* row = out + o * inner;
-    auto columns = [&](int64_t j) {
-      Batch total(real(0));
-      for (int64_t k = 0; k < n; ++k) total += load(block + k * inner + j);
-      total.store_unaligned(row + j);
-    };
-    if (inner < W) {
-      scalar::sum_axis_forward(row, block, 1, n, inner);
-      continue;
-    }
-    const int64_t last = inner - W;
-    for (int64_t j = 0; j < last; j += W) columns(j);
-    columns(last);
+  }
+}
+
+void column_dots(real* out, const real* a, const real* b, int64_t rows, int64_t cols) {
+  if (cols == 1) {
+    out[0] = dot(a, b, rows);
+  } else if (cols < W) {
+    scalar::column_dots(out, a, b, rows, cols);
+  } else {
+    column_sums(out, rows, cols, [&](int64_t i) { return load(a + i) * load(b + i); });
   }
 }
 
@@ -797,6 +814,9 @@ void binary_forward(Binary op, real* out, const real* a, int64_t a_step, const r
 void accumulate(real* out, const real* x, int64_t n) { scalar::accumulate(out, x, n); }
 void sum_axis_forward(real* out, const real* x, int64_t outer, int64_t n, int64_t inner) {
   scalar::sum_axis_forward(out, x, outer, n, inner);
+}
+void column_dots(real* out, const real* a, const real* b, int64_t rows, int64_t cols) {
+  scalar::column_dots(out, a, b, rows, cols);
 }
 void max_axis_forward(real* out, int64_t* argmax, const real* x, int64_t outer, int64_t n,
                       int64_t inner) {

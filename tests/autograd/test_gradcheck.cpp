@@ -95,8 +95,14 @@ std::vector<GradcheckRow> gradcheck_table() {
   auto binary = [&](std::string name, GradcheckFunction f, Tensor (*draw_b)(const Shape&),
                     std::string note) {
     std::vector<Inputs> cases;
-    // Same shapes, then every broadcasting pattern the models use.
+    // Same shapes, then every broadcasting pattern the models use. (6,17) by
+    // (17), (1) by (2,9) and (3,1,17) by (17): a factor broadcast along
+    // leading axes only, whose gradient mul sums in one pass (column_dots),
+    // with columns past one register of 8 or 16 floats.
     for (const auto& [a, b] : std::vector<std::pair<Shape, Shape>>{{{1}, {1}},
+                                                                   {{6, 17}, {17}},
+                                                                   {{1}, {2, 9}},
+                                                                   {{3, 1, 17}, {17}},
                                                                    {{7}, {7}},
                                                                    {{8}, {8}},
                                                                    {{9}, {9}},

@@ -239,6 +239,38 @@ TEST_CASE("sum_axis and max_axis: SIMD equals scalar", "[kernels]") {
   }
 }
 
+TEST_CASE("column_dots: SIMD equals scalar, and the scalar sums each column's products",
+          "[kernels]") {
+  // a = [[1, 2], [3, 4], [5, 6]], b = [[1, -1], [2, 0.5], [-1, 1]]:
+  // column 0: 1 + 6 − 5 = 2; column 1: −2 + 2 + 6 = 6.
+  const Values a = {1, 2, 3, 4, 5, 6}, b = {1, -1, 2, 0.5, -1, 1};
+  Values by_hand(2, -7);
+  k::scalar::column_dots(by_hand.data(), a.data(), b.data(), 3, 2);
+  check_equal("column_dots by hand", by_hand, Values{2, 6});
+
+  Generator generator(12);
+  for (int64_t rows : kSizes) {
+    // cols 1 is one dot product; the others fall short of, meet and pass one
+    // register of 8 or 16 floats (4 or 8 doubles).
+    for (int64_t cols : {1, 3, 4, 5, 8, 9, 16, 17, 49}) {
+      if (rows * cols > 100000) continue;
+      const Values x = draw(rows * cols, -2, 2, generator);
+      const Values y = draw(rows * cols, -2, 2, generator);
+      Values simd(cols, -7), scalar(cols, -9);
+      k::column_dots(simd.data(), x.data(), y.data(), rows, cols);
+      k::scalar::column_dots(scalar.data(), x.data(), y.data(), rows, cols);
+      check_close(fmt::format("column_dots rows {} cols {}", rows, cols), simd, scalar,
+                  [&](size_t j) {
+                    double magnitude = 0;
+                    for (int64_t r = 0; r < rows; ++r) {
+                      magnitude += std::abs(double(x[r * cols + j]) * y[r * cols + j]);
+                    }
+                    return kTolerance * magnitude;
+                  });
+    }
+  }
+}
+
 TEST_CASE("max_axis picks the first of tied maxima in both versions", "[kernels]") {
   // Row 0 ties at 1 and 3; row 1 is constant; row 2 peaks in the tail lane.
   const Values x = {0, 5, 1, 5, 2, 2, 2, 2, 2, 2, -1, -1, -1, -1, 4};
