@@ -21,7 +21,7 @@ void for_each_row(const Shape& shape, const Tensor& a, const Strides& a_strides,
   const int64_t ndim = shape.ndim();
   const int64_t row = ndim == 0 ? 1 : shape[ndim - 1];
   const int64_t rows = row == 0 ? 0 : shape.numel() / row;
-  std::vector<int64_t> index(ndim > 0 ? ndim - 1 : 0, 0);
+  Dims index(static_cast<size_t>(ndim > 0 ? ndim - 1 : 0), 0);
   int64_t a_offset = a.offset();
   int64_t b_offset = b.offset();
   for (int64_t r = 0; r < rows; ++r) {
@@ -38,6 +38,13 @@ void for_each_row(const Shape& shape, const Tensor& a, const Strides& a_strides,
     }
   }
 }
+
+// If `shape` broadcasts to `full` along leading axes only — once its leading
+// 1s are dropped, its sizes are full's last ones, as a scalar's or a row's
+// are — the number of elements of that block (shape.numel()); otherwise, or
+// when shape equals full or is empty, −1. A contiguous tensor of `shape` is
+// then full.numel() / block copies of one block, back to back.
+int64_t leading_broadcast_block(const Shape& shape, const Shape& full);
 
 // a ∘ b with broadcasting, as a new contiguous tensor (no autograd).
 Tensor binary_values(kernels::Binary op, const char* name, const Tensor& a, const Tensor& b);

@@ -2,7 +2,9 @@
 //
 // Binary ops broadcast like NumPy. Their backward returns gradients in the
 // broadcast (output) shape; the engine's sum_to folds them back to each
-// input's shape, so no op here has to think about broadcasting on the way back.
+// input's shape, so the ops here need not think about broadcasting on the way
+// back. (mul does for one common case, which it sums in one pass: see
+// product_gradient.)
 #include "autograd/op_helpers.hpp"
 #include "autograd/ops.hpp"
 #include "tensor/factory.hpp"
@@ -22,6 +24,17 @@ Strides broadcast_strides(const Tensor& t, const Shape& shape) {
     if (t.shape()[axis - lead] != 1) strides[axis] = t.strides()[axis - lead];
   }
   return strides;
+}
+
+int64_t leading_broadcast_block(const Shape& shape, const Shape& full) {
+  if (shape == full || shape.numel() == 0) return -1;
+  int64_t kept = shape.ndim();  // shape's axes after its leading 1s
+  while (kept > 0 && shape[shape.ndim() - kept] == 1) --kept;
+  if (kept > full.ndim()) return -1;
+  for (int64_t axis = 1; axis <= kept; ++axis) {
+    if (shape[shape.ndim() - axis] != full[full.ndim() - axis]) return -1;
+  }
+  return shape.numel();
 }
 
 namespace {
@@ -49,6 +62,21 @@ Tensor binary_values(kernels::Binary op, const char* name, const Tensor& a_in, c
   if (a_flat_step >= 0 && b_flat_step >= 0) {
     kernels::binary_forward(op, out.data(), a_in.data(), a_flat_step, b_in.data(), b_flat_step,
                             out.numel());
+    return out;
+  }
+  // One operand laid out like the output, the other a contiguous block
+  // repeated along the leading axes (a row of weights for every query): one
+  // kernel call per block.
+  const int64_t a_block = a_in.is_contiguous() ? leading_broadcast_block(a_in.shape(), shape) : -1;
+  const int64_t b_block = b_in.is_contiguous() ? leading_broadcast_block(b_in.shape(), shape) : -1;
+  if ((a_flat_step == 1 && b_block > 0) || (a_block > 0 && b_flat_step == 1)) {
+    const int64_t block = a_flat_step == 1 ? b_block : a_block;
+    const real* a = a_in.data();
+    const real* b = b_in.data();
+    for (int64_t start = 0; start < out.numel(); start += block) {
+      kernels::binary_forward(op, out.data() + start, a_flat_step == 1 ? a + start : a, 1,
+                              b_flat_step == 1 ? b + start : b, 1, block);
+    }
     return out;
   }
   // Row by row along the last axis; the kernel wants each operand's step
@@ -104,18 +132,11 @@ namespace {
 // is returned at dy's shape, and the engine's sum_to reduces it.
 Tensor product_gradient(const Tensor& dy, const Tensor& other, const Shape& shape) {
   const Shape& full = dy.shape();
-  int64_t kept = shape.ndim();  // shape's axes after its leading 1s
-  while (kept > 0 && shape[shape.ndim() - kept] == 1) --kept;
-  bool leading_only =
-      shape != full && shape.numel() > 0 && other.shape() == full && kept <= full.ndim();
-  for (int64_t axis = 1; leading_only && axis <= kept; ++axis) {
-    leading_only = shape[shape.ndim() - axis] == full[full.ndim() - axis];
-  }
-  if (!leading_only) return mul(dy, other);
-  const int64_t cols = shape.numel();
+  const int64_t block = detail::leading_broadcast_block(shape, full);
+  if (block < 0 || other.shape() != full) return mul(dy, other);
   Tensor gradient = Tensor::empty(shape);
   kernels::column_dots(gradient.data(), dy.contiguous_data().data(), other.contiguous_data().data(),
-                       full.numel() / cols, cols);
+                       full.numel() / block, block);
   return gradient;
 }
 

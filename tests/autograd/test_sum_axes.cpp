@@ -1,7 +1,8 @@
 // tests/autograd/test_sum_axes.cpp — sum over several axes gives the values
 // of the plain loop, whether the axes are adjacent (summed in one pass, as one
 // axis of their combined size) or not (one pass each), and a scalar operand
-// broadcast in one pass gives the values of the row-by-row loop. The entries
+// broadcast in one pass (or a block repeated along leading axes, one pass
+// per block) gives the values of the row-by-row loop. The entries
 // are small integers, so every sum is exact in float and compared exactly.
 // These run in both binaries.
 #include <catch2/catch.hpp>
@@ -58,4 +59,31 @@ TEST_CASE("a one-element operand broadcasts like the row-by-row loop", "[autogra
   std::vector<real> expected_t;
   for (real v : xt.to_vector()) expected_t.push_back(v - real(0.5));
   CHECK((xt - half).to_vector() == expected_t);
+}
+
+TEST_CASE("a block repeated along leading axes broadcasts like the row-by-row loop",
+          "[autograd][elementwise]") {
+  const Tensor x = counting();                             // (2,3,4)
+  const Tensor row = tensor({1, -2, 3, 5});                // (4): one block per (i, j)
+  const Tensor plane = reshape(arange(1, 13), {1, 3, 4});  // (1,3,4): one block per i
+  auto loop = [&](const Tensor& b, int64_t block, bool b_first, bool subtract) {
+    const std::vector<real> xs = x.to_vector(), bs = b.to_vector();
+    std::vector<real> out;
+    for (size_t e = 0; e < xs.size(); ++e) {
+      const real bv = bs[e % size_t(block)];
+      const real l = b_first ? bv : xs[e], r = b_first ? xs[e] : bv;
+      out.push_back(subtract ? l - r : l * r);
+    }
+    return out;
+  };
+  CHECK((x * row).to_vector() == loop(row, 4, false, false));
+  CHECK((row * x).to_vector() == loop(row, 4, true, false));
+  CHECK((x - plane).to_vector() == loop(plane, 12, false, true));
+  CHECK((plane - x).to_vector() == loop(plane, 12, true, true));
+  // A (3,1) column is not a leading-axis block of (2,3,4): the row loop, same values.
+  const Tensor column = reshape(tensor({1, 2, 3}), {3, 1});
+  std::vector<real> expected;
+  const std::vector<real> xs = x.to_vector();
+  for (size_t e = 0; e < xs.size(); ++e) expected.push_back(xs[e] * real(1 + (e / 4) % 3));
+  CHECK((x * column).to_vector() == expected);
 }
