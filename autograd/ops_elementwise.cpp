@@ -147,6 +147,11 @@ Tensor product_gradient(const Tensor& dy, const Tensor& other, const Shape& shap
 Tensor mul(const Tensor& a, const Tensor& b) {
   Tensor y = detail::binary_values(Binary::mul, "mul", a, b);
   return record("mul", y, {a, b}, [a, b](const Tensor& dy) {
+    if (a.same(b)) {
+      // x ⊙ x: both gradients, dy ⊙ x twice, reach the same tensor, so they
+      // go as one, 2·dy ⊙ x (doubling is exact: the same bits as the sum).
+      return std::vector<Tensor>{mul(dy, a * real(2)), Tensor()};
+    }
     return std::vector<Tensor>{a.requires_grad() ? product_gradient(dy, b, a.shape()) : Tensor(),
                                b.requires_grad() ? product_gradient(dy, a, b.shape()) : Tensor()};
   });
