@@ -28,10 +28,9 @@ AxisSplit split_at(const Shape& shape, int64_t first, int64_t last) {
 AxisSplit split_at(const Shape& shape, int64_t axis) { return split_at(shape, axis, axis); }
 
 // Sorted, de-duplicated, non-negative axes.
-std::vector<int64_t> normalize_axes(const char* op, const std::vector<int64_t>& axes,
-                                    int64_t ndim) {
-  std::vector<int64_t> result;
-  for (int64_t axis : axes) result.push_back(normalize_axis(op, axis, ndim));
+Dims normalize_axes(const char* op, const std::vector<int64_t>& axes, int64_t ndim) {
+  Dims result(axes.size());
+  for (size_t i = 0; i < axes.size(); ++i) result[i] = normalize_axis(op, axes[i], ndim);
   std::sort(result.begin(), result.end());
   const auto repeated = std::adjacent_find(result.begin(), result.end());
   check(repeated == result.end(),
@@ -41,7 +40,7 @@ std::vector<int64_t> normalize_axes(const char* op, const std::vector<int64_t>& 
   return result;
 }
 
-Shape drop_axes(const Shape& keep_shape, const std::vector<int64_t>& axes) {
+Shape drop_axes(const Shape& keep_shape, const Dims& axes) {
   Shape shape;
   for (int64_t i = 0; i < keep_shape.ndim(); ++i) {
     if (!std::binary_search(axes.begin(), axes.end(), i)) shape.push_back(keep_shape[i]);
@@ -57,9 +56,10 @@ Tensor with_shape(const Tensor& contiguous_values, const Shape& shape) {
 }  // namespace
 
 // y = Σ over `axes` of x     dx = dy broadcast back over the summed axes
-Tensor sum(const Tensor& x, const std::vector<int64_t>& axes_in, bool keepdim) {
-  detail::check_defined("sum", x);
-  const std::vector<int64_t> axes = normalize_axes("sum", axes_in, x.dim());
+namespace {
+
+// sum over `axes`, already normalized: sorted, each once.
+Tensor sum_axes(const Tensor& x, const Dims& axes, bool keepdim) {
   Tensor values = x.contiguous_data();
   // One run of adjacent axes at a time, keeping dims so axis numbers stay
   // valid. A run is summed in one pass, as a single axis of their combined
@@ -82,11 +82,18 @@ Tensor sum(const Tensor& x, const std::vector<int64_t>& axes_in, bool keepdim) {
   });
 }
 
+}  // namespace
+
+Tensor sum(const Tensor& x, const std::vector<int64_t>& axes, bool keepdim) {
+  detail::check_defined("sum", x);
+  return sum_axes(x, normalize_axes("sum", axes, x.dim()), keepdim);
+}
+
 Tensor sum(const Tensor& x) {
   detail::check_defined("sum", x);
-  std::vector<int64_t> all(x.dim());
+  Dims all(static_cast<size_t>(x.dim()));
   for (int64_t i = 0; i < x.dim(); ++i) all[i] = i;
-  return sum(x, all, /*keepdim=*/false);
+  return sum_axes(x, all, /*keepdim=*/false);
 }
 
 // mean = sum / count: a one-liner over primitives, so its gradient is theirs.
@@ -119,7 +126,7 @@ Tensor max(const Tensor& x, int64_t axis_in, bool keepdim) {
   auto argmax = std::make_shared<std::vector<int64_t>>(split.outer * split.inner);
   kernels::max_axis_forward(out.data(), argmax->data(), values.data(), split.outer, split.n,
                             split.inner);
-  if (!keepdim) out = with_shape(out, drop_axes(keep_shape, {axis}));
+  if (!keepdim) out = with_shape(out, drop_axes(keep_shape, Dims{axis}));
   return record(
       "max", out, {x}, [split, argmax, keep_shape, x_shape = x.shape()](const Tensor& dy_in) {
         const Tensor dy = reshape(dy_in, keep_shape).contiguous_data();

@@ -86,15 +86,20 @@ Tensor contiguous(const Tensor& x) {
                 [](const Tensor& dy) { return std::vector<Tensor>{dy}; });
 }
 
-// y = x with axes reordered: y axis i is x axis order[i]    dx = permute(dy, order⁻¹)
-Tensor permute(const Tensor& x, const std::vector<int64_t>& order_in) {
+namespace {
+
+// permute with the order as a Dims: up to six axes live inside it, so
+// transpose, which every bmm backward calls, reorders without a heap block.
+Tensor permute_axes(const Tensor& x, const Dims& order_in) {
   detail::check_defined("permute", x);
   check(static_cast<int64_t>(order_in.size()) == x.dim(),
         "permute: order has {} axes but the tensor of shape {} has {}", order_in.size(), x.shape(),
         x.dim());
-  std::vector<int64_t> order;
-  for (int64_t axis : order_in) order.push_back(normalize_axis("permute", axis, x.dim()));
-  std::vector<int64_t> inverse(order.size(), -1);
+  Dims order(order_in.size());
+  for (size_t i = 0; i < order.size(); ++i) {
+    order[i] = normalize_axis("permute", order_in[i], x.dim());
+  }
+  Dims inverse(order.size(), -1);
   for (size_t i = 0; i < order.size(); ++i) {
     check(inverse[order[i]] < 0, "permute: axis {} appears twice in the order", order[i]);
     inverse[order[i]] = static_cast<int64_t>(i);
@@ -106,17 +111,25 @@ Tensor permute(const Tensor& x, const std::vector<int64_t>& order_in) {
     strides[i] = x.strides()[order[i]];
   }
   Tensor y = view_of(x, shape, strides, x.offset());
-  return record("permute", y, {x},
-                [inverse](const Tensor& dy) { return std::vector<Tensor>{permute(dy, inverse)}; });
+  return record("permute", y, {x}, [inverse](const Tensor& dy) {
+    return std::vector<Tensor>{permute_axes(dy, inverse)};
+  });
+}
+
+}  // namespace
+
+// y = x with axes reordered: y axis i is x axis order[i]    dx = permute(dy, order⁻¹)
+Tensor permute(const Tensor& x, const std::vector<int64_t>& order) {
+  return permute_axes(x, Dims(order));
 }
 
 Tensor transpose(const Tensor& x, int64_t axis0, int64_t axis1) {
   detail::check_defined("transpose", x);
-  std::vector<int64_t> order(x.dim());
+  Dims order(static_cast<size_t>(x.dim()));
   std::iota(order.begin(), order.end(), 0);
   std::swap(order[normalize_axis("transpose", axis0, x.dim())],
             order[normalize_axis("transpose", axis1, x.dim())]);
-  return permute(x, order);
+  return permute_axes(x, order);
 }
 
 // Drop a size-1 axis      dx = reshape(dy, x.shape)
