@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <iterator>
 
 #include "autograd/ops.hpp"
 #include "tensor/factory.hpp"
@@ -41,6 +42,14 @@ bool should_record(const std::vector<Tensor>& inputs) {
 Tensor record(const char* name, Tensor output, std::vector<Tensor> inputs,
               Node::BackwardFn backward) {
   if (!should_record(inputs)) return output;
+  return attach_node(
+      name, std::move(output),
+      Node::Inputs(std::make_move_iterator(inputs.begin()), std::make_move_iterator(inputs.end())),
+      std::move(backward));
+}
+
+Tensor attach_node(const char* name, Tensor output, Node::Inputs inputs,
+                   Node::BackwardFn backward) {
   auto node = make_pooled<Node>();
   node->name = name;
   node->inputs = std::move(inputs);

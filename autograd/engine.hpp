@@ -45,16 +45,20 @@ bool should_record(const std::vector<Tensor>& inputs);
 Tensor record(const char* name, Tensor output, std::vector<Tensor> inputs,
               Node::BackwardFn backward);
 
+// What record() does once it has decided to record: a Node with these
+// inputs and this closure becomes output's grad_fn.
+Tensor attach_node(const char* name, Tensor output, Node::Inputs inputs, Node::BackwardFn backward);
+
 // The same for the usual call, record("mul", y, {a, b}, [a, b](…) {…}): the
-// input list and the closure become a Node's vector and std::function (two
-// heap blocks) only when the op is recorded. Under NoGradGuard — inside every
+// input list and the closure become a Node's Inputs and BackwardFn (two
+// pooled blocks) only when the op is recorded. Under NoGradGuard — inside every
 // backward closure, in evaluation — an op then allocates nothing for its graph.
 template <typename Backward>
 Tensor record(const char* name, Tensor output, std::initializer_list<Tensor> inputs,
               Backward&& backward) {
   if (!should_record(inputs)) return output;
-  return record(name, std::move(output), std::vector<Tensor>(inputs),
-                Node::BackwardFn(std::forward<Backward>(backward)));
+  return attach_node(name, std::move(output), Node::Inputs(inputs),
+                     Node::BackwardFn(std::forward<Backward>(backward)));
 }
 
 // ---- Leaves and gradients -------------------------------------------------

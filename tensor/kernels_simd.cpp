@@ -424,13 +424,25 @@ void softmax_forward(real* out, const real* x, int64_t rows, int64_t cols) {
   }
 }
 
+// dx = y ⊙ (dy − Σ dy ⊙ y) row by row, in groups of up to 64 rows: the
+// group's dot products first, which are independent short reductions that
+// overlap, then the elementwise pass of each row.
 void softmax_backward(real* dx, const real* y, const real* dy, int64_t rows, int64_t cols) {
-  for (int64_t r = 0; r < rows; ++r) {
-    const int64_t start = r * cols;
-    const Batch inner(dot(dy + start, y + start, cols));
-    map(
-        dx + start, cols, [&](Batch out, Batch g, Batch) { return out * (g - inner); }, y + start,
-        dy + start);
+  constexpr int64_t kGroup = 64;
+  std::array<real, kGroup> inner;
+  for (int64_t r0 = 0; r0 < rows; r0 += kGroup) {
+    const int64_t count = std::min(kGroup, rows - r0);
+    for (int64_t r = 0; r < count; ++r) {
+      const int64_t start = (r0 + r) * cols;
+      inner[r] = dot(dy + start, y + start, cols);
+    }
+    for (int64_t r = 0; r < count; ++r) {
+      const int64_t start = (r0 + r) * cols;
+      const Batch row_inner(inner[r]);
+      map(
+          dx + start, cols, [&](Batch out, Batch g, Batch) { return out * (g - row_inner); },
+          y + start, dy + start);
+    }
   }
 }
 
