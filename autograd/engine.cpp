@@ -68,6 +68,13 @@ Tensor attach_node(const char* name, Tensor output, Node::Inputs inputs,
 // returns at once, and the collector releases them one at a time in a loop.
 namespace {
 
+// The lists one backward pass keeps. They are small for the graphs of small
+// models (a dozen tensors), so their blocks come from the per-thread pool
+// rather than from malloc; a large graph's lists outgrow the pool's sizes
+// and take ordinary heap blocks.
+template <typename T>
+using PassList = std::vector<T, pool::Allocator<T>>;
+
 struct GraphLeftovers {
   std::vector<Tensor> tensors;
   std::vector<Node::BackwardFn> closures;
@@ -283,8 +290,8 @@ class TensorNumbering {
   }
 
   void grow() {
-    std::vector<Slot> old = std::move(slots_);
-    bits_ = old.empty() ? 6 : bits_ + 1;  // 64 slots hold a small graph without regrowing
+    PassList<Slot> old = std::move(slots_);
+    bits_ = old.empty() ? 5 : bits_ + 1;  // 32 slots (512 bytes, one pool block) hold 15 tensors
     slots_.assign(size_t(1) << bits_, Slot{});
     for (const Slot& slot : old) {
       if (slot.tensor == nullptr) continue;
@@ -294,8 +301,8 @@ class TensorNumbering {
     }
   }
 
-  std::vector<Slot> slots_;  // a power of two of them
-  int bits_ = 0;             // log2(slots_.size())
+  PassList<Slot> slots_;  // a power of two of them
+  int bits_ = 0;          // log2(slots_.size())
   size_t count_ = 0;
 };
 
@@ -304,24 +311,25 @@ class TensorNumbering {
 // on); `numbers` numbers the same tensors for the pending gradients. Inputs
 // are visited in order, so both are the same on every run.
 struct GraphOrder {
-  std::vector<std::shared_ptr<TensorImpl>> order;
+  PassList<std::shared_ptr<TensorImpl>> order;
   TensorNumbering numbers;
   // For leaves with a factors hook: how many uses (node inputs) of each are
   // still to run their backward; zero for every other tensor. Empty when the
   // graph has no such leaf.
-  std::vector<uint32_t> uses_left;
+  PassList<uint32_t> uses_left;
 };
 
 GraphOrder topological_order(const Tensor& root) {
   // Room for a small graph from the start, rather than growing 1, 2, 4, 8 …
-  constexpr size_t kSmallGraph = 64;
+  // (16 handles or frames fit in the pool's blocks of at most 512 bytes).
+  constexpr size_t kSmallGraph = 16;
   GraphOrder graph;
   graph.order.reserve(kSmallGraph);
   struct Frame {
     std::shared_ptr<TensorImpl> impl;
     size_t next_input;
   };
-  std::vector<Frame> stack;
+  PassList<Frame> stack;
   stack.reserve(kSmallGraph);
   std::vector<const TensorImpl*> factor_takers;  // one entry per use
   stack.push_back({root.impl_ptr(), 0});
@@ -353,7 +361,7 @@ GraphOrder topological_order(const Tensor& root) {
 struct RunningNode {
   const Node* node;
   const GraphOrder* graph;
-  const std::vector<PendingGradient>* pending;
+  const PassList<PendingGradient>* pending;
 };
 thread_local const RunningNode* running_node = nullptr;
 
@@ -411,7 +419,7 @@ void backward(const Tensor& root, const Tensor& grad_output, bool retain_graph) 
   NoGradGuard no_grad;  // the closures' own arithmetic is not recorded
   GraphOrder graph = topological_order(root);
   // pending[numbers.find(t)]: the gradient summed so far for tensor t.
-  std::vector<PendingGradient> pending(graph.numbers.size());
+  PassList<PendingGradient> pending(graph.numbers.size());
   pending[graph.numbers.find(root.impl_ptr().get())] = PendingGradient{seed, true};
 
   // Reverse post-order: each tensor is processed after everything that uses it.
