@@ -64,13 +64,16 @@ void store_partial(real* p, Batch value, int64_t count) {
 
 // The lanes of the batch [n − W, n) that the full batches before it did not
 // cover: the last n % W (n ≥ W, n % W ≠ 0).
+// (The lane numbers are a constant array, not a static Batch, so that each
+// call is one load and one compare, with no check that a static is set up.)
+constexpr auto kLaneIndex = [] {
+  std::array<real, W> index{};
+  for (int64_t i = 0; i < W; ++i) index[i] = real(i);
+  return index;
+}();
+
 xsimd::batch_bool<real> tail_lanes(int64_t n) {
-  static const Batch lane_index = [] {
-    alignas(64) std::array<real, W> index;
-    for (int64_t i = 0; i < W; ++i) index[i] = real(i);
-    return Batch::load_aligned(index.data());
-  }();
-  return lane_index >= Batch(real(W - n % W));
+  return load(kLaneIndex.data()) >= Batch(real(W - n % W));
 }
 
 // The last n % W values of the row [row, row + n) (n % W ≠ 0) in one batch,
@@ -78,7 +81,7 @@ xsimd::batch_bool<real> tail_lanes(int64_t n) {
 // full batches already covered masked, or, for a row shorter than W, the row
 // itself in the first lanes. Either way a function of n alone, so every
 // kernel that sums a row through it (dot, nt_rows) sums it in the same order.
-Batch tail_batch(const real* row, int64_t n, real pad) {
+[[gnu::always_inline]] inline Batch tail_batch(const real* row, int64_t n, real pad) {
   if (n < W) return load_partial(row, n, pad);
   return xsimd::select(tail_lanes(n), load(row + n - W), Batch(pad));
 }
