@@ -107,7 +107,7 @@ void map(real* out, int64_t n, F&& f, const real* a, const real* b = nullptr,
 Batch sigmoid(Batch x) { return Batch(real(1)) / (Batch(real(1)) + xsimd::exp(-x)); }
 
 // Σ x[i] for i < n with four independent accumulators (to hide FMA latency).
-real sum(const real* x, int64_t n) {
+[[gnu::always_inline]] inline real sum(const real* x, int64_t n) {
   Batch acc0(real(0)), acc1(real(0)), acc2(real(0)), acc3(real(0));
   int64_t i = 0;
   for (; i + 4 * W <= n; i += 4 * W) {
@@ -139,7 +139,7 @@ real maximum(const real* x, int64_t n) {
 }
 
 // Σ a[i] · b[i] for i < n.
-real dot(const real* a, const real* b, int64_t n) {
+[[gnu::always_inline]] inline real dot(const real* a, const real* b, int64_t n) {
   Batch acc0(real(0)), acc1(real(0));
   int64_t i = 0;
   for (; i + 2 * W <= n; i += 2 * W) {
