@@ -149,7 +149,8 @@ Tensor mul(const Tensor& a, const Tensor& b) {
   return record("mul", y, {a, b}, [a, b](const Tensor& dy) {
     if (a.same(b)) {
       // x ⊙ x: both gradients, dy ⊙ x twice, reach the same tensor, so they
-      // go as one, 2·dy ⊙ x (doubling is exact: the same bits as the sum).
+      // go as one, dy ⊙ 2x. Doubling is exact, so this is the sum the engine
+      // would form (to the bit, unless the products are subnormal).
       return std::vector<Tensor>{mul(dy, a * real(2)), Tensor()};
     }
     return std::vector<Tensor>{a.requires_grad() ? product_gradient(dy, b, a.shape()) : Tensor(),

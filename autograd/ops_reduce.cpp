@@ -55,10 +55,10 @@ Tensor with_shape(const Tensor& contiguous_values, const Shape& shape) {
 
 }  // namespace
 
-// y = Σ over `axes` of x     dx = dy broadcast back over the summed axes
 namespace {
 
-// sum over `axes`, already normalized: sorted, each once.
+// y = Σ over `axes` of x     dx = dy broadcast back over the summed axes
+// (`axes` already normalized: sorted, each once)
 Tensor sum_axes(const Tensor& x, const Dims& axes, bool keepdim) {
   Tensor values = x.contiguous_data();
   // One run of adjacent axes at a time, keeping dims so axis numbers stay
