@@ -116,7 +116,7 @@ void gru_gates_forward(real* h_new, real* r, real* z, real* n, real* gh_n, const
       const Batch reset = sigmoid(lanes.load(gi_r) + lanes.load(gh_r));
       const Batch update = sigmoid(lanes.load(gi_z) + lanes.load(gh_z));
       const Batch hidden_n = lanes.load(gh_n_in);
-      const Batch candidate = xsimd::tanh(xsimd::fma(reset, hidden_n, lanes.load(gi_n)));
+      const Batch candidate = xsimd::tanh(simd::fma(reset, hidden_n, lanes.load(gi_n)));
       const Batch previous = lanes.load(h + row);
       lanes.store(r + row, reset);
       lanes.store(z + row, update);

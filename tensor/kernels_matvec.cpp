@@ -74,7 +74,7 @@ void matvec_nt(real* y, const real* x, const real* w, int64_t K, int64_t N) {
     acc.fill(Batch(real(0)));
     for (int64_t k = 0; k < k_full; k += W) {
       const Batch xv = load(x + k);
-      for (int64_t r = 0; r < W; ++r) acc[r] = xsimd::fma(load(w + (j + r) * K + k), xv, acc[r]);
+      for (int64_t r = 0; r < W; ++r) acc[r] = simd::fma(load(w + (j + r) * K + k), xv, acc[r]);
     }
     std::array<real, W> sums;
     horizontal_sums(acc, sums.data());
@@ -86,7 +86,7 @@ void matvec_nt(real* y, const real* x, const real* w, int64_t K, int64_t N) {
   }
   for (; j < N; ++j) {  // rows left over: one at a time
     Batch acc(real(0));
-    for (int64_t k = 0; k < k_full; k += W) acc = xsimd::fma(load(w + j * K + k), load(x + k), acc);
+    for (int64_t k = 0; k < k_full; k += W) acc = simd::fma(load(w + j * K + k), load(x + k), acc);
     real total = xsimd::hadd(acc);
     for (int64_t k = k_full; k < K; ++k) total += w[j * K + k] * x[k];
     y[j] = total;
@@ -108,15 +108,15 @@ void add_rows(real* y, const real* x, const real* w, int64_t N, bool first) {
     Batch lo = first ? Batch(real(0)) : load(y + j);
     Batch hi = first ? Batch(real(0)) : load(y + j + W);
     for (int64_t i = 0; i < R; ++i) {
-      lo = xsimd::fma(scale[i], load(w + i * N + j), lo);
-      hi = xsimd::fma(scale[i], load(w + i * N + j + W), hi);
+      lo = simd::fma(scale[i], load(w + i * N + j), lo);
+      hi = simd::fma(scale[i], load(w + i * N + j + W), hi);
     }
     lo.store_unaligned(y + j);
     hi.store_unaligned(y + j + W);
   }
   for (; j + W <= N; j += W) {
     Batch acc = first ? Batch(real(0)) : load(y + j);
-    for (int64_t i = 0; i < R; ++i) acc = xsimd::fma(scale[i], load(w + i * N + j), acc);
+    for (int64_t i = 0; i < R; ++i) acc = simd::fma(scale[i], load(w + i * N + j), acc);
     acc.store_unaligned(y + j);
   }
   for (; j < N; ++j) {

@@ -143,11 +143,11 @@ real maximum(const real* x, int64_t n) {
   Batch acc0(real(0)), acc1(real(0));
   int64_t i = 0;
   for (; i + 2 * W <= n; i += 2 * W) {
-    acc0 = xsimd::fma(load(a + i), load(b + i), acc0);
-    acc1 = xsimd::fma(load(a + i + W), load(b + i + W), acc1);
+    acc0 = simd::fma(load(a + i), load(b + i), acc0);
+    acc1 = simd::fma(load(a + i + W), load(b + i + W), acc1);
   }
-  for (; i + W <= n; i += W) acc0 = xsimd::fma(load(a + i), load(b + i), acc0);
-  if (i < n) acc1 = xsimd::fma(tail_batch(a, n, 0), tail_batch(b, n, 0), acc1);
+  for (; i + W <= n; i += W) acc0 = simd::fma(load(a + i), load(b + i), acc0);
+  if (i < n) acc1 = simd::fma(tail_batch(a, n, 0), tail_batch(b, n, 0), acc1);
   return xsimd::hadd(acc0 + acc1);
 }
 
@@ -174,13 +174,13 @@ xsimd::batch<T> exp_nonpositive(xsimd::batch<T> x) {
     using Float = xsimd::batch<float>;
     using Int = xsimd::batch<int32_t>;
     const Float shifter(12583039.0f);  // 1.5·2^23 + 127
-    const Float shifted = xsimd::fma(x, Float(1.44269504f), shifter);
+    const Float shifted = simd::fma(x, Float(1.44269504f), shifter);
     const Float n = shifted - shifter;
-    Float r = xsimd::fma(n, Float(-0.693147182f), x);  // ln2 rounded to float …
-    r = xsimd::fma(n, Float(1.90465430e-09f), r);      // … and what the rounding left out
+    Float r = simd::fma(n, Float(-0.693147182f), x);  // ln2 rounded to float …
+    r = simd::fma(n, Float(1.90465430e-09f), r);      // … and what the rounding left out
     Float series(0.00139411085f);
     for (float coefficient : {0.00837512594f, 0.0416663513f, 0.166664153f, 0.5f, 1.0f, 1.0f}) {
-      series = xsimd::fma(series, r, Float(coefficient));
+      series = simd::fma(series, r, Float(coefficient));
     }
     const Float two_to_n = xsimd::bitwise_cast<Float>(xsimd::bitwise_cast<Int>(shifted) << 23);
     return xsimd::select(x < Float(-87.3365447f), Float(0.0f), series * two_to_n);
@@ -526,14 +526,14 @@ void micro_kernel(real* c, int64_t ldc, LeftOperand a, const real* b, int64_t ld
     for (int v = 0; v < NV; ++v) row[v] = load(b + k * ldb + v * W);
     for (int r = 0; r < MR; ++r) {
       const Batch scale(a.at(r, k));
-      for (int v = 0; v < NV; ++v) acc[r][v] = xsimd::fma(scale, row[v], acc[r][v]);
+      for (int v = 0; v < NV; ++v) acc[r][v] = simd::fma(scale, row[v], acc[r][v]);
     }
   }
   for (int r = 0; r < MR; ++r) {
     for (int v = 0; v < NV; ++v) {
       real* out = c + r * ldc + v * W;
       if (into.mode == Into::Mode::add_scaled) {
-        xsimd::fma(Batch(into.alpha), acc[r][v], load(out)).store_unaligned(out);
+        simd::fma(Batch(into.alpha), acc[r][v], load(out)).store_unaligned(out);
       } else {
         acc[r][v].store_unaligned(out);
       }
@@ -620,18 +620,18 @@ void nt_rows(real* c, const real* a, const real* b, int64_t K, int64_t N, int64_
     for (; k + 2 * W <= K; k += 2 * W) {
       const Batch first = load(row + k), second = load(row + k + W);
       for (int r = 0; r < R; ++r) {
-        even[r] = xsimd::fma(load(a + r * K + k), first, even[r]);
-        odd[r] = xsimd::fma(load(a + r * K + k + W), second, odd[r]);
+        even[r] = simd::fma(load(a + r * K + k), first, even[r]);
+        odd[r] = simd::fma(load(a + r * K + k + W), second, odd[r]);
       }
     }
     for (; k + W <= K; k += W) {
       const Batch first = load(row + k);
-      for (int r = 0; r < R; ++r) even[r] = xsimd::fma(load(a + r * K + k), first, even[r]);
+      for (int r = 0; r < R; ++r) even[r] = simd::fma(load(a + r * K + k), first, even[r]);
     }
     if (k < K) {
       const Batch last = tail_batch(row, K, 0);
       for (int r = 0; r < R; ++r) {
-        odd[r] = xsimd::fma(tail_batch(a + r * K, K, 0), last, odd[r]);
+        odd[r] = simd::fma(tail_batch(a + r * K, K, 0), last, odd[r]);
       }
     }
     for (int r = 0; r < R; ++r) c[r * N + j] = xsimd::hadd(even[r] + odd[r]);
@@ -756,7 +756,7 @@ void batched_dots(real* c, const real* a, int64_t a_step, const real* b, int64_t
     acc.fill(Batch(real(0)));
     for (int64_t k = 0; k < k_full; k += W) {
       for (int64_t r = 0; r < 4; ++r) {
-        acc[r] = xsimd::fma(load(b + (i + r) * b_step + k), load(a + (i + r) * a_step + k), acc[r]);
+        acc[r] = simd::fma(load(b + (i + r) * b_step + k), load(a + (i + r) * a_step + k), acc[r]);
       }
     }
     for (int64_t r = 0; r < 4; ++r) finish(i + r, acc[r]);
@@ -764,7 +764,7 @@ void batched_dots(real* c, const real* a, int64_t a_step, const real* b, int64_t
   for (; i < batches; ++i) {
     Batch acc(real(0));
     for (int64_t k = 0; k < k_full; k += W) {
-      acc = xsimd::fma(load(b + i * b_step + k), load(a + i * a_step + k), acc);
+      acc = simd::fma(load(b + i * b_step + k), load(a + i * a_step + k), acc);
     }
     finish(i, acc);
   }
