@@ -291,7 +291,7 @@ class TensorNumbering {
 
   void grow() {
     PassList<Slot> old = std::move(slots_);
-    bits_ = old.empty() ? 5 : bits_ + 1;  // 32 slots (512 bytes, one pool block) hold 15 tensors
+    bits_ = old.empty() ? 5 : bits_ + 1;  // 32 slots (512 bytes, one pool block) hold 16 tensors
     slots_.assign(size_t(1) << bits_, Slot{});
     for (const Slot& slot : old) {
       if (slot.tensor == nullptr) continue;

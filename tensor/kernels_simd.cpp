@@ -394,6 +394,10 @@ void max_axis_forward(real* out, int64_t* argmax, const real* x, int64_t outer, 
   }
 }
 
+// The softmax kernels take rows in groups of this many, each pass over the
+// whole group before the next pass (see softmax_forward).
+constexpr int64_t kRowGroup = 64;
+
 // Passes over a group of up to 64 rows at a time rather than per row: every
 // row's maximum, y = x − max row by row, e^y over the whole group in one run,
 // every row's Σ, then each row scaled by 1/Σ. exp is most of the cost (about
@@ -405,10 +409,9 @@ void max_axis_forward(real* out, int64_t* argmax, const real* x, int64_t outer, 
 // rows of 49). The row passes use whole batches and a tail that overlaps the
 // last one (see map).
 void softmax_forward(real* out, const real* x, int64_t rows, int64_t cols) {
-  constexpr int64_t kGroup = 64;
-  std::array<real, kGroup> per_row;
-  for (int64_t r0 = 0; r0 < rows; r0 += kGroup) {
-    const int64_t count = std::min(kGroup, rows - r0);
+  std::array<real, kRowGroup> per_row;
+  for (int64_t r0 = 0; r0 < rows; r0 += kRowGroup) {
+    const int64_t count = std::min(kRowGroup, rows - r0);
     const real* in = x + r0 * cols;
     real* y = out + r0 * cols;
     for (int64_t r = 0; r < count; ++r) per_row[r] = maximum(in + r * cols, cols);
@@ -427,14 +430,13 @@ void softmax_forward(real* out, const real* x, int64_t rows, int64_t cols) {
   }
 }
 
-// dx = y ⊙ (dy − Σ dy ⊙ y) row by row, in groups of up to 64 rows: the
+// dx = y ⊙ (dy − Σ dy ⊙ y) row by row, in groups of kRowGroup rows: the
 // group's dot products first, which are independent short reductions that
 // overlap, then the elementwise pass of each row.
 void softmax_backward(real* dx, const real* y, const real* dy, int64_t rows, int64_t cols) {
-  constexpr int64_t kGroup = 64;
-  std::array<real, kGroup> inner;
-  for (int64_t r0 = 0; r0 < rows; r0 += kGroup) {
-    const int64_t count = std::min(kGroup, rows - r0);
+  std::array<real, kRowGroup> inner;
+  for (int64_t r0 = 0; r0 < rows; r0 += kRowGroup) {
+    const int64_t count = std::min(kRowGroup, rows - r0);
     for (int64_t r = 0; r < count; ++r) {
       const int64_t start = (r0 + r) * cols;
       inner[r] = dot(dy + start, y + start, cols);

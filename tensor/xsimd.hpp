@@ -9,9 +9,9 @@
 //  - -Wuninitialized inside GCC's own AVX-512 intrinsics (avx512fintrin.h:
 //    `_mm512_undefined_ps` and friends initialise a variable with itself on
 //    purpose; GCC bug 105593, fixed in GCC 13). Only -march=native on an
-//    AVX-512 machine compiles them. The pragmas cover them because
-//    <immintrin.h> is first included here, so this must stay the first
-//    include of every file that uses SIMD intrinsics.
+//    AVX-512 machine compiles them. The pragmas reach them only because
+//    <immintrin.h> is first included here: no file may include it, or a
+//    header that does, before this one.
 #pragma once
 
 #pragma GCC diagnostic push
