@@ -1,5 +1,6 @@
 // examples/nw_regression.cpp — attention pooling as Nadaraya–Watson kernel
-// regression, from the study note in /work/shared/seeds/000_*.
+// regression, from the study note «NLP学习记录八：理解注意力机制» (scongx,
+// CSDN blog).
 //
 // Fits y = 2·sin(x) + x^0.8 + ε from 50 noisy samples with four estimators —
 // average pooling, Gaussian attention pooling, Nadaraya–Watson with a chosen
@@ -138,6 +139,60 @@ plot::Heatmap attention_heatmap(const std::string& title, const Pooling& pooling
   return heatmap;
 }
 
+// The three kernels' fits at one bandwidth.
+plot::LineChart kernels_fit_chart(const ExperimentResult& result, const std::string& sigma) {
+  const Dataset& data = result.data;
+  const auto [low, high] = fit_y_limits(data);
+  plot::LineChart chart;
+  chart.title(fmt::format("Nadaraya–Watson with three kernels, {}", sigma))
+      .x_label("x")
+      .y_label("y")
+      .x_limits(0, 6)
+      .y_limits(low, high)
+      .legend(plot::LegendPosition::lower_left)
+      .line("Truth", to_doubles(data.x_test), to_doubles(data.y_truth));
+  for (std::size_t i = 0; i < kAllKernels.size(); ++i) {
+    chart.line(fmt::format("{} (MSE {:.3f})", kernel_title(kAllKernels[i]), result.mse_kernels[i]),
+               to_doubles(data.x_test), to_doubles(result.kernels[i].predictions),
+               {.dashed = true});
+  }
+  chart.scatter("Training samples", to_doubles(data.x_train), to_doubles(data.y_train),
+                {.alpha = 0.4});
+  return chart;
+}
+
+// The training loss of the learned attention, one point per epoch.
+plot::LineChart loss_chart(const Options& options, const ExperimentResult& result) {
+  std::vector<double> epochs;
+  for (std::size_t i = 0; i < result.training.losses.size(); ++i) {
+    epochs.push_back(static_cast<double>(i + 1));
+  }
+  plot::LineChart chart;
+  chart.title(fmt::format("Training loss, {} w, lr {:g}", options.w, options.lr))
+      .x_label("Epoch")
+      .y_label("Σ squared error (leave-one-out)")
+      .line("Training loss", epochs, result.training.losses);
+  return chart;
+}
+
+// The kernels' shapes, K(u) for u = (x − xᵢ)/σ.
+plot::LineChart kernel_shapes_chart() {
+  std::vector<double> us;
+  for (int i = 0; i <= 1000; ++i) us.push_back(-3.0 + 6.0 * i / 1000);
+  plot::LineChart chart;
+  chart.title("Kernels K(u), u = (x − xᵢ)/σ")
+      .x_label("u")
+      .y_label("K(u)")
+      .y_limits(0, 1.1)
+      .legend(plot::LegendPosition::upper_right);
+  for (Kernel each : kAllKernels) {
+    std::vector<double> values;
+    for (double u : us) values.push_back(kernel_value(each, u));
+    chart.line(kernel_title(each), us, values);
+  }
+  return chart;
+}
+
 // Every picture of one run, as (file name, SVG text); nothing is written yet.
 std::vector<std::pair<std::string, std::string>> draw_pictures(const Options& options,
                                                                const ExperimentResult& result) {
@@ -167,42 +222,8 @@ std::vector<std::pair<std::string, std::string>> draw_pictures(const Options& op
                             describe_w(result.w), options.epochs, result.mse_learned),
                 learned_name, result.learned.predictions)
           .to_svg());
-
-  // The three kernels' fits at one bandwidth.
-  {
-    const auto [low, high] = fit_y_limits(data);
-    plot::LineChart chart;
-    chart.title(fmt::format("Nadaraya–Watson with three kernels, {}", sigma))
-        .x_label("x")
-        .y_label("y")
-        .x_limits(0, 6)
-        .y_limits(low, high)
-        .legend(plot::LegendPosition::lower_left)
-        .line("Truth", to_doubles(data.x_test), to_doubles(data.y_truth));
-    for (std::size_t i = 0; i < kAllKernels.size(); ++i) {
-      chart.line(
-          fmt::format("{} (MSE {:.3f})", kernel_title(kAllKernels[i]), result.mse_kernels[i]),
-          to_doubles(data.x_test), to_doubles(result.kernels[i].predictions), {.dashed = true});
-    }
-    chart.scatter("Training samples", to_doubles(data.x_train), to_doubles(data.y_train),
-                  {.alpha = 0.4});
-    pictures.emplace_back("nw_fit_kernels.svg", chart.to_svg());
-  }
-
-  // The training loss.
-  {
-    std::vector<double> epochs;
-    for (std::size_t i = 0; i < result.training.losses.size(); ++i) {
-      epochs.push_back(static_cast<double>(i + 1));
-    }
-    plot::LineChart chart;
-    chart.title(fmt::format("Training loss, {} w, lr {:g}", options.w, options.lr))
-        .x_label("Epoch")
-        .y_label("Σ squared error (leave-one-out)")
-        .line("Training loss", epochs, result.training.losses);
-    pictures.emplace_back("nw_loss.svg", chart.to_svg());
-  }
-
+  pictures.emplace_back("nw_fit_kernels.svg", kernels_fit_chart(result, sigma).to_svg());
+  pictures.emplace_back("nw_loss.svg", loss_chart(options, result).to_svg());
   pictures.emplace_back("nw_attention_nonparametric.svg",
                         attention_heatmap(fmt::format("Attention weights, {} kernel, {}",
                                                       kernel_title(kernel), sigma),
@@ -213,24 +234,7 @@ std::vector<std::pair<std::string, std::string>> draw_pictures(const Options& op
       attention_heatmap(fmt::format("Attention weights, learned {}", describe_w(result.w)),
                         result.learned, data.x_test, result.learned_keys)
           .to_svg());
-
-  // The kernels' shapes, K(u) for u = (x − xᵢ)/σ.
-  {
-    std::vector<double> us;
-    for (int i = 0; i <= 1000; ++i) us.push_back(-3.0 + 6.0 * i / 1000);
-    plot::LineChart chart;
-    chart.title("Kernels K(u), u = (x − xᵢ)/σ")
-        .x_label("u")
-        .y_label("K(u)")
-        .y_limits(0, 1.1)
-        .legend(plot::LegendPosition::upper_right);
-    for (Kernel each : kAllKernels) {
-      std::vector<double> values;
-      for (double u : us) values.push_back(kernel_value(each, u));
-      chart.line(kernel_title(each), us, values);
-    }
-    pictures.emplace_back("nw_kernels.svg", chart.to_svg());
-  }
+  pictures.emplace_back("nw_kernels.svg", kernel_shapes_chart().to_svg());
   return pictures;
 }
 
@@ -250,6 +254,59 @@ void prepare_output_folder(const std::filesystem::path& folder) {
 }
 
 // ---------------------------------------------------------------- one run
+
+// --json: one line with the settings, every test error and the learned w.
+void print_json_summary(const Options& options, const ExperimentResult& result,
+                        const std::filesystem::path& out) {
+  nlohmann::json summary = {
+      {"seed", options.seed},
+      {"epochs", options.epochs},
+      {"lr", options.lr},
+      {"kernel", options.kernel},
+      {"bandwidth", options.bandwidth},
+      {"w_shape", options.w},
+      {"mse",
+       {{"average", result.mse_average},
+        {"attention", result.mse_attention},
+        {"kernel", result.mse_kernel},
+        {"learned", result.mse_learned}}},
+      {"kernel_mse", nlohmann::json::object()},
+      {"final_loss", result.training.losses.back()},
+      {"w_mean", mean_of(result.w)},
+      {"train_ms", result.training.compute_ms},
+      {"out", out.string()},
+  };
+  for (std::size_t i = 0; i < kAllKernels.size(); ++i) {
+    summary["kernel_mse"][std::string(to_string(kAllKernels[i]))] = result.mse_kernels[i];
+  }
+  const std::vector<double> w = to_doubles(result.w);
+  summary["w"] = w.size() == 1 ? nlohmann::json(w[0]) : nlohmann::json(w);
+  fmt::print("{}\n", summary.dump());
+}
+
+// The report: each estimator's test error, the training and the pictures.
+void print_report(const Options& options, const ExperimentResult& result, std::size_t picture_count,
+                  const std::filesystem::path& out) {
+  fmt::print("\ntest MSE against the noise-free truth ({} inputs 0 … {:g}):\n",
+             result.data.x_test.numel(), to_doubles(result.data.x_test).back());
+  fmt::print("  {:<44} {:.4f}\n", "average pooling", result.mse_average);
+  fmt::print("  {:<44} {:.4f}\n", "attention pooling (Gaussian, σ = 1)", result.mse_attention);
+  for (std::size_t i = 0; i < kAllKernels.size(); ++i) {
+    const std::string name =
+        fmt::format("Nadaraya–Watson, {}, σ = {:g}{}", to_string(kAllKernels[i]), options.bandwidth,
+                    to_string(kAllKernels[i]) == options.kernel ? " *" : "");
+    fmt::print("  {:<44} {:.4f}\n", name, result.mse_kernels[i]);
+  }
+  fmt::print("  {:<44} {:.4f}\n",
+             fmt::format("learned attention ({} w, {} epochs)", options.w, options.epochs),
+             result.mse_learned);
+  fmt::print("\nfinal training loss {:.6f}; learned {}\n", result.training.losses.back(),
+             describe_w(result.w));
+  fmt::print("training: {} epochs in {:.3f} ms of compute\n", options.epochs,
+             result.training.compute_ms);
+  fmt::print("pictures ({} SVG files) written to {}/  (* = drawn as the nonparametric fit)\n",
+             picture_count, out.string());
+}
 
 int run_once(const Options& options) {
   const std::filesystem::path out = options.out;
@@ -280,53 +337,11 @@ int run_once(const Options& options) {
     write_file_atomically(out / name, svg);
   }
 
-  const double final_loss = result.training.losses.back();
   if (options.json) {
-    nlohmann::json summary = {
-        {"seed", options.seed},
-        {"epochs", options.epochs},
-        {"lr", options.lr},
-        {"kernel", options.kernel},
-        {"bandwidth", options.bandwidth},
-        {"w_shape", options.w},
-        {"mse",
-         {{"average", result.mse_average},
-          {"attention", result.mse_attention},
-          {"kernel", result.mse_kernel},
-          {"learned", result.mse_learned}}},
-        {"kernel_mse", nlohmann::json::object()},
-        {"final_loss", final_loss},
-        {"w_mean", mean_of(result.w)},
-        {"train_ms", result.training.compute_ms},
-        {"out", out.string()},
-    };
-    for (std::size_t i = 0; i < kAllKernels.size(); ++i) {
-      summary["kernel_mse"][std::string(to_string(kAllKernels[i]))] = result.mse_kernels[i];
-    }
-    const std::vector<double> w = to_doubles(result.w);
-    summary["w"] = w.size() == 1 ? nlohmann::json(w[0]) : nlohmann::json(w);
-    fmt::print("{}\n", summary.dump());
-    return 0;
+    print_json_summary(options, result, out);
+  } else {
+    print_report(options, result, pictures.size(), out);
   }
-
-  fmt::print("\ntest MSE against the noise-free truth ({} inputs 0 … {:g}):\n",
-             result.data.x_test.numel(), to_doubles(result.data.x_test).back());
-  fmt::print("  {:<44} {:.4f}\n", "average pooling", result.mse_average);
-  fmt::print("  {:<44} {:.4f}\n", "attention pooling (Gaussian, σ = 1)", result.mse_attention);
-  for (std::size_t i = 0; i < kAllKernels.size(); ++i) {
-    const std::string name =
-        fmt::format("Nadaraya–Watson, {}, σ = {:g}{}", to_string(kAllKernels[i]), options.bandwidth,
-                    to_string(kAllKernels[i]) == options.kernel ? " *" : "");
-    fmt::print("  {:<44} {:.4f}\n", name, result.mse_kernels[i]);
-  }
-  fmt::print("  {:<44} {:.4f}\n",
-             fmt::format("learned attention ({} w, {} epochs)", options.w, options.epochs),
-             result.mse_learned);
-  fmt::print("\nfinal training loss {:.6f}; learned {}\n", final_loss, describe_w(result.w));
-  fmt::print("training: {} epochs in {:.3f} ms of compute\n", options.epochs,
-             result.training.compute_ms);
-  fmt::print("pictures ({} SVG files) written to {}/  (* = drawn as the nonparametric fit)\n",
-             pictures.size(), out.string());
   return 0;
 }
 

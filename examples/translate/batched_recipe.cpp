@@ -1,10 +1,6 @@
 // examples/translate/batched_recipe.cpp — the train, translate and eval
-// commands of `translate --recipe batched` (see batched_recipe.hpp).
-//
-// A checkpoint is a safetensors file of the model's parameters whose metadata
-// holds everything needed to rebuild it: the recipe name, the sizes, num_steps,
-// both vocabularies (text form) and the data settings, so translate and eval
-// need nothing but the file.
+// commands of `translate --recipe batched` (see batched_recipe.hpp; the
+// checkpoint format is in batched_checkpoint.hpp).
 #include "examples/translate/batched_recipe.hpp"
 
 #include <fmt/format.h>
@@ -19,6 +15,7 @@
 #include <vector>
 
 #include "examples/common/svg_plot.hpp"
+#include "examples/translate/batched_checkpoint.hpp"
 #include "models/batched_seq2seq.hpp"
 #include "models/text/normalize.hpp"
 #include "models/text/pairs.hpp"
@@ -34,7 +31,6 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr const char* kCheckpointName = "checkpoint.safetensors";
-constexpr const char* kRecipe = "batched";
 
 // ---------------------------------------------------------------- data
 
@@ -60,98 +56,6 @@ std::vector<text::SentencePair> take(const std::vector<text::SentencePair>& pair
       count <= 0 ? pairs.size() : std::min(pairs.size(), begin + static_cast<size_t>(count));
   return {pairs.begin() + static_cast<std::ptrdiff_t>(begin),
           pairs.begin() + static_cast<std::ptrdiff_t>(end)};
-}
-
-// ---------------------------------------------------------------- checkpoints
-
-struct CheckpointInfo {
-  BatchedSeq2SeqOptions model{1, 1};
-  text::Vocabulary source_vocabulary = text::make_batched_vocabulary({});
-  text::Vocabulary target_vocabulary = text::make_batched_vocabulary({});
-  int64_t num_steps = 10;
-  std::string data;
-  std::string direction;
-  int64_t num_examples = 600;
-};
-
-nn::Metadata to_metadata(const CheckpointInfo& info, const BatchedTrainFlags& flags,
-                         const TrainingReport& report) {
-  return {{"recipe", kRecipe},
-          {"embed_size", std::to_string(info.model.embed_size())},
-          {"hidden_size", std::to_string(info.model.hidden_size())},
-          {"num_layers", std::to_string(info.model.num_layers())},
-          {"dropout", fmt::format("{}", info.model.dropout())},
-          {"num_steps", std::to_string(info.num_steps)},
-          {"source_vocabulary", info.source_vocabulary.serialize()},
-          {"target_vocabulary", info.target_vocabulary.serialize()},
-          {"data", info.data},
-          {"direction", info.direction},
-          {"num_examples", std::to_string(info.num_examples)},
-          {"min_freq", std::to_string(flags.min_freq)},
-          {"epochs", std::to_string(report.epochs.size())},
-          {"seed", std::to_string(flags.seed)},
-          {"final_loss", fmt::format("{}", report.final_loss)}};
-}
-
-const std::string& metadata_field(const nn::Metadata& metadata, const std::string& path,
-                                  const std::string& key) {
-  const auto found = metadata.find(key);
-  check(found != metadata.end(),
-        "{}: the checkpoint has no '{}' entry; was it written by translate train --recipe "
-        "batched?",
-        path, key);
-  return found->second;
-}
-
-int64_t metadata_integer(const nn::Metadata& metadata, const std::string& path,
-                         const std::string& key) {
-  const std::string& text = metadata_field(metadata, path, key);
-  try {
-    size_t used = 0;
-    const int64_t value = std::stoll(text, &used);
-    if (used == text.size()) return value;
-  } catch (const std::exception&) {
-  }
-  fail("{}: the checkpoint's '{}' is '{}', not an integer", path, key, text);
-}
-
-CheckpointInfo read_checkpoint_info(const std::string& path) {
-  const nn::Metadata metadata = nn::read_metadata(path);
-  const auto recipe = metadata.find("recipe");
-  check(recipe != metadata.end() && recipe->second == kRecipe,
-        "{}: not a checkpoint of the batched recipe (recipe '{}'); use the command without "
-        "--recipe batched for it",
-        path, recipe == metadata.end() ? "" : recipe->second);
-  CheckpointInfo info;
-  info.source_vocabulary =
-      text::Vocabulary::deserialize(metadata_field(metadata, path, "source_vocabulary"));
-  info.target_vocabulary =
-      text::Vocabulary::deserialize(metadata_field(metadata, path, "target_vocabulary"));
-  double dropout = 0;
-  try {
-    dropout = std::stod(metadata_field(metadata, path, "dropout"));
-  } catch (const std::logic_error&) {
-    fail("{}: the checkpoint's dropout '{}' is not a number", path,
-         metadata_field(metadata, path, "dropout"));
-  }
-  info.model = BatchedSeq2SeqOptions(info.source_vocabulary.size(), info.target_vocabulary.size())
-                   .embed_size(metadata_integer(metadata, path, "embed_size"))
-                   .hidden_size(metadata_integer(metadata, path, "hidden_size"))
-                   .num_layers(metadata_integer(metadata, path, "num_layers"))
-                   .dropout(dropout);
-  info.num_steps = metadata_integer(metadata, path, "num_steps");
-  info.data = metadata_field(metadata, path, "data");
-  info.direction = metadata_field(metadata, path, "direction");
-  info.num_examples = metadata_integer(metadata, path, "num_examples");
-  return info;
-}
-
-std::unique_ptr<BatchedSeq2Seq> load_model(const std::string& path, const CheckpointInfo& info) {
-  Generator unused(0);  // the values are replaced by the checkpoint's
-  auto model = std::make_unique<BatchedSeq2Seq>(info.model, unused);
-  nn::load(*model, path);
-  model->eval();
-  return model;
 }
 
 // ---------------------------------------------------------------- pictures
@@ -251,19 +155,12 @@ void declare_batched_eval_flags(cli::Parser& parser, BatchedEvalFlags& flags) {
 
 // ---------------------------------------------------------------- train
 
-int run_batched_train(const BatchedTrainFlags& flags) {
-  std::ostream& out = flags.json ? std::cerr : std::cout;  // with --json stdout holds one line
-  if (flags.threads > 0) parallel::set_num_threads(static_cast<int>(flags.threads));
+namespace {
 
-  // Everything that can fail on bad input happens before anything is written.
-  const std::optional<std::string> drawn_text = text::preprocess_d2l(flags.attention_sentence);
-  check(drawn_text.has_value() && !text::split_words(*drawn_text).empty(),
-        "--attention-sentence '{}' has no words to translate; give a sentence such as \"i'm "
-        "home .\"",
-        flags.attention_sentence);
-  const text::PairSet set = read_data(flags.data, flags.direction);
-  text::require_pairs(set.pairs, set.report, "to train on");
-  const text::BatchedData data = text::prepare_batched_data(
+// The pairs cut or padded to num_steps ids, with their vocabularies.
+text::BatchedData prepare_data(const text::PairSet& set, const BatchedTrainFlags& flags,
+                               std::ostream& out) {
+  text::BatchedData data = text::prepare_batched_data(
       set.pairs,
       text::BatchedDataOptions()
           .num_steps(flags.num_steps)
@@ -274,7 +171,11 @@ int run_batched_train(const BatchedTrainFlags& flags) {
                      set.report.summary(), data.source.rows, flags.direction);
   out << fmt::format("Vocabularies (min frequency {}): {} source, {} target words\n",
                      flags.min_freq, data.source_vocabulary.size(), data.target_vocabulary.size());
+  return data;
+}
 
+// The model's sizes and what a checkpoint needs to rebuild it.
+CheckpointInfo checkpoint_info(const BatchedTrainFlags& flags, const text::BatchedData& data) {
   CheckpointInfo info;
   info.model = BatchedSeq2SeqOptions(data.source_vocabulary.size(), data.target_vocabulary.size())
                    .embed_size(flags.embed)
@@ -287,9 +188,13 @@ int run_batched_train(const BatchedTrainFlags& flags) {
   info.data = flags.data;
   info.direction = flags.direction;
   info.num_examples = data.source.rows;
+  return info;
+}
 
-  Generator generator(static_cast<uint64_t>(flags.seed));
-  BatchedSeq2Seq model(info.model, generator);
+// Trains for --epochs, printing a progress line every --print-every epochs
+// and a summary at the end.
+TrainingReport train_with_progress(BatchedSeq2Seq& model, const text::BatchedData& data,
+                                   const BatchedTrainFlags& flags, std::ostream& out) {
   const BatchedTrainingOptions training = BatchedTrainingOptions()
                                               .epochs(flags.epochs)
                                               .lr(flags.lr)
@@ -315,6 +220,76 @@ int run_batched_train(const BatchedTrainFlags& flags) {
       "loss {:.3f}, {:.1f} tokens/sec, {:.1f} ms per epoch ({} epochs in {:.1f} s)\n\n",
       report.final_loss, report.tokens_per_second(), report.ms_per_epoch(), report.epochs.size(),
       report.seconds);
+  return report;
+}
+
+// d2l's four test sentences, each printed with its sentence BLEU (k = 2).
+struct TestTranslations {
+  nlohmann::json translations = nlohmann::json::array();  // for the --json summary
+  int64_t perfect = 0;                                    // how many scored BLEU 1
+};
+
+TestTranslations translate_test_sentences(BatchedSeq2Seq& model, const text::BatchedData& data,
+                                          int64_t num_steps, std::ostream& out) {
+  TestTranslations tests;
+  for (const ReferencePair& pair : textbook_test_pairs()) {
+    const SentenceTranslation translation = translate_sentence(
+        model, data.source_vocabulary, data.target_vocabulary, pair.source, num_steps);
+    const std::string output = text::join_words(translation.output_words);
+    const double bleu = text::d2l_sentence_bleu(output, pair.reference, 2);
+    tests.perfect += bleu == 1.0 ? 1 : 0;
+    out << fmt::format("{} => {}, bleu {:.3f}\n", pair.source, output, bleu);
+    tests.translations.push_back({{"source", pair.source},
+                                  {"output", output},
+                                  {"reference", pair.reference},
+                                  {"bleu", bleu},
+                                  {"unknown_words", translation.unknown_words}});
+  }
+  return tests;
+}
+
+void print_train_summary(BatchedSeq2Seq& model, const text::BatchedData& data,
+                         const TrainingReport& report, const TestTranslations& tests,
+                         const Evaluation& evaluation, const fs::path& checkpoint_path) {
+  const nlohmann::json summary = {{"recipe", kRecipe},
+                                  {"pairs", data.source.rows},
+                                  {"source_vocabulary", data.source_vocabulary.size()},
+                                  {"target_vocabulary", data.target_vocabulary.size()},
+                                  {"parameters", model.parameter_count()},
+                                  {"epochs", report.epochs.size()},
+                                  {"threads", parallel::num_threads()},
+                                  {"final_loss", report.final_loss},
+                                  {"tokens_per_second", report.tokens_per_second()},
+                                  {"ms_per_epoch", report.ms_per_epoch()},
+                                  {"train_seconds", report.seconds},
+                                  {"translations", tests.translations},
+                                  {"perfect_translations", tests.perfect},
+                                  {"train_corpus_bleu", evaluation.corpus.score},
+                                  {"train_mean_sentence_bleu", evaluation.mean_sentence_bleu},
+                                  {"checkpoint", checkpoint_path.string()}};
+  std::cout << summary.dump() << std::endl;
+}
+
+}  // namespace
+
+int run_batched_train(const BatchedTrainFlags& flags) {
+  std::ostream& out = flags.json ? std::cerr : std::cout;  // with --json stdout holds one line
+  if (flags.threads > 0) parallel::set_num_threads(static_cast<int>(flags.threads));
+
+  // Everything that can fail on bad input happens before anything is written.
+  const std::optional<std::string> drawn_text = text::preprocess_d2l(flags.attention_sentence);
+  check(drawn_text.has_value() && !text::split_words(*drawn_text).empty(),
+        "--attention-sentence '{}' has no words to translate; give a sentence such as \"i'm "
+        "home .\"",
+        flags.attention_sentence);
+  const text::PairSet set = read_data(flags.data, flags.direction);
+  text::require_pairs(set.pairs, set.report, "to train on");
+  const text::BatchedData data = prepare_data(set, flags, out);
+  const CheckpointInfo info = checkpoint_info(flags, data);
+
+  Generator generator(static_cast<uint64_t>(flags.seed));
+  BatchedSeq2Seq model(info.model, generator);
+  const TrainingReport report = train_with_progress(model, data, flags, out);
 
   const fs::path folder = flags.out;
   fs::create_directories(folder);
@@ -322,22 +297,7 @@ int run_batched_train(const BatchedTrainFlags& flags) {
   nn::save(model, checkpoint_path, to_metadata(info, flags, report));
   save_loss_curve(folder / "loss.svg", report);
 
-  // d2l's four test sentences, with its sentence BLEU (k = 2).
-  nlohmann::json translations = nlohmann::json::array();
-  int64_t perfect = 0;
-  for (const ReferencePair& pair : textbook_test_pairs()) {
-    const SentenceTranslation translation = translate_sentence(
-        model, data.source_vocabulary, data.target_vocabulary, pair.source, flags.num_steps);
-    const std::string output = text::join_words(translation.output_words);
-    const double bleu = text::d2l_sentence_bleu(output, pair.reference, 2);
-    perfect += bleu == 1.0 ? 1 : 0;
-    out << fmt::format("{} => {}, bleu {:.3f}\n", pair.source, output, bleu);
-    translations.push_back({{"source", pair.source},
-                            {"output", output},
-                            {"reference", pair.reference},
-                            {"bleu", bleu},
-                            {"unknown_words", translation.unknown_words}});
-  }
+  const TestTranslations tests = translate_test_sentences(model, data, flags.num_steps, out);
   const SentenceTranslation drawn =
       translate_sentence(model, data.source_vocabulary, data.target_vocabulary,
                          flags.attention_sentence, flags.num_steps);
@@ -354,26 +314,7 @@ int run_batched_train(const BatchedTrainFlags& flags) {
   out << fmt::format("Wrote {}, loss.svg and attention.svg ('{}') in {}\n",
                      checkpoint_path.filename().string(), flags.attention_sentence,
                      folder.string());
-
-  if (flags.json) {
-    const nlohmann::json summary = {{"recipe", kRecipe},
-                                    {"pairs", data.source.rows},
-                                    {"source_vocabulary", data.source_vocabulary.size()},
-                                    {"target_vocabulary", data.target_vocabulary.size()},
-                                    {"parameters", model.parameter_count()},
-                                    {"epochs", report.epochs.size()},
-                                    {"threads", parallel::num_threads()},
-                                    {"final_loss", report.final_loss},
-                                    {"tokens_per_second", report.tokens_per_second()},
-                                    {"ms_per_epoch", report.ms_per_epoch()},
-                                    {"train_seconds", report.seconds},
-                                    {"translations", translations},
-                                    {"perfect_translations", perfect},
-                                    {"train_corpus_bleu", evaluation.corpus.score},
-                                    {"train_mean_sentence_bleu", evaluation.mean_sentence_bleu},
-                                    {"checkpoint", checkpoint_path.string()}};
-    std::cout << summary.dump() << std::endl;
-  }
+  if (flags.json) print_train_summary(model, data, report, tests, evaluation, checkpoint_path);
   return 0;
 }
 

@@ -1,0 +1,229 @@
+// examples/translate/tutorial_recipe.cpp — the flags of the tutorial recipe,
+// its translate and eval commands, and the helpers all three commands share
+// (see tutorial_recipe.hpp; the train command is in tutorial_train.cpp).
+#include "examples/translate/tutorial_recipe.hpp"
+
+#include <fmt/format.h>
+
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "examples/common/svg_plot.hpp"
+#include "models/seq2seq.hpp"
+#include "models/text/normalize.hpp"
+#include "models/translation/training.hpp"
+
+namespace attograd::translate_tutorial {
+
+using namespace attograd::seq2seq;
+namespace fs = std::filesystem;
+
+// ---------------------------------------------------------------- flags
+
+void declare_train_flags(cli::Parser& parser, TrainFlags& flags) {
+  parser.flag("data", flags.data, "tab-separated English/French pairs (Tatoeba)")
+      .flag("reverse", flags.reverse, "translate English -> French instead")
+      .flag("hidden", flags.hidden, "hidden size H of embeddings and GRU states", cli::positive())
+      .choice("decoder", flags.decoder, {"location", "bahdanau"},
+              "attention: location (the tutorial's AttnDecoderRNN) or bahdanau (additive)")
+      .flag("dropout", flags.dropout, "dropout on the decoder's embedded input",
+            cli::in_range(0, 0.99))
+      .flag("lr", flags.lr, "SGD learning rate of encoder and decoder", cli::positive())
+      .flag("teacher-forcing", flags.teacher_forcing,
+            "probability of teacher forcing for a pair (else greedy feeding)", cli::in_range(0, 1))
+      .flag("iters", flags.iters, "training iterations, one random pair each", cli::positive())
+      .flag("seed", flags.seed, "seed of the initial weights, the pairs, the coins and dropout",
+            cli::non_negative())
+      .flag("split-seed", flags.split_seed, "seed of the train/validation split",
+            cli::non_negative())
+      .flag("validation", flags.validation, "share of source sentences held out",
+            cli::in_range(0, 0.9))
+      .flag("print-every", flags.print_every, "iterations per progress line and loss-table row",
+            cli::positive())
+      .flag("plot-every", flags.plot_every, "iterations per point of the loss curve",
+            cli::positive())
+      .flag("checkpoint-every", flags.checkpoint_every,
+            "iterations between checkpoints (0: only at the end and on Ctrl-C)",
+            cli::non_negative())
+      .flag("out", flags.out, "folder for the checkpoint and the pictures (created if missing)")
+      .flag("resume", flags.resume, "continue from this checkpoint (same data flags)")
+      .flag("examples", flags.examples, "translations printed at the end", cli::non_negative())
+      .flag("json", flags.json, "print one JSON summary line on stdout (the report goes to stderr)")
+      .flag("dense-embeddings", flags.dense_embeddings,
+            "update the embeddings densely (slower; the same numbers)")
+      .flag("threads", flags.threads,
+            "threads for the large matrix products (results do not depend on it)", cli::positive());
+}
+
+void declare_translate_flags(cli::Parser& parser, TranslateFlags& flags) {
+  parser.flag("checkpoint", flags.checkpoint, "checkpoint written by train")
+      .flag("attention", flags.attention,
+            "folder for one attention heatmap per sentence (attention_<line>.svg)");
+}
+
+void declare_eval_flags(cli::Parser& parser, EvalFlags& flags) {
+  parser.flag("checkpoint", flags.checkpoint, "checkpoint written by train")
+      .flag("data", flags.data, "pairs to score (default: the checkpoint's validation split)")
+      .flag("examples", flags.examples, "random examples to print", cli::non_negative())
+      .flag("seed", flags.seed, "seed for picking the examples", cli::non_negative())
+      .flag("json", flags.json, "print one JSON summary line on stdout");
+}
+
+// ---------------------------------------------------------------- shared
+
+void print_skipped(std::ostream& out, const text::ReadReport& report, size_t limit) {
+  for (size_t i = 0; i < report.skipped.size() && i < limit; ++i) {
+    out << "warning: " << report.skipped[i].message << " (line skipped)\n";
+  }
+  if (report.skipped.size() > limit) {
+    out << fmt::format("warning: … and {} more skipped lines\n", report.skipped.size() - limit);
+  }
+}
+
+void save_attention_map(const fs::path& path, const SentenceTranslation& translation,
+                        DecoderKind decoder, int64_t max_length) {
+  std::vector<std::string> columns = translation.source_words;
+  columns.push_back("<EOS>");
+  if (decoder == DecoderKind::location) {
+    while (static_cast<int64_t>(columns.size()) < max_length) columns.push_back("<pad>");
+  }
+  std::vector<std::string> rows = translation.output_words;
+  if (translation.decoded.reached_eos) rows.push_back("<EOS>");
+  const size_t width = columns.size();
+  std::vector<double> values;
+  for (int64_t step = 0; step < translation.decoded.steps; ++step) {
+    for (size_t column = 0; column < width; ++column) {
+      values.push_back(
+          translation.decoded.attention[static_cast<size_t>(step * max_length) + column]);
+    }
+  }
+  plot::Heatmap map(rows.size(), width, values);
+  map.title(fmt::format("Attention ({} decoder)", to_string(decoder)))
+      .row_labels(rows)
+      .column_labels(columns)
+      .x_label("Input")
+      .y_label("Output")
+      .value_limits(0, 1)
+      .colorbar_label("weight");
+  map.save(path);
+}
+
+// ---------------------------------------------------------------- translate
+
+namespace {
+
+// Warns on stderr about the words of stdin line `line_number` that the model
+// could not read: unknown ones (returns how many) and those cut off.
+int64_t warn_about_unread_words(const SentenceTranslation& translation, int64_t line_number,
+                                int64_t max_length) {
+  int64_t unknown = 0;
+  if (!translation.unknown_words.empty()) {
+    std::string words;
+    for (const std::string& word : translation.unknown_words) {
+      words += (words.empty() ? "'" : ", '") + word + "'";
+    }
+    std::cerr << fmt::format("warning: stdin:{}: {} unknown word{} mapped to <unk>: {}\n",
+                             line_number, translation.unknown_words.size(),
+                             translation.unknown_words.size() == 1 ? "" : "s", words);
+    unknown = static_cast<int64_t>(translation.unknown_words.size());
+  }
+  if (translation.dropped_words > 0) {
+    std::cerr << fmt::format(
+        "warning: stdin:{}: the model reads at most {} words; the last {} were cut off\n",
+        line_number, max_length - 1, translation.dropped_words);
+  }
+  return unknown;
+}
+
+}  // namespace
+
+int run_translate(const TranslateFlags& flags) {
+  const CheckpointInfo info = read_checkpoint_info(flags.checkpoint);
+  const std::unique_ptr<Seq2Seq> model = load_model(flags.checkpoint, info);
+  if (!flags.attention.empty()) fs::create_directories(flags.attention);
+  int64_t line_number = 0, translated = 0, unknown = 0;
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    ++line_number;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    const std::optional<std::string> normalized = text::normalize_sentence(line);
+    if (!normalized) {
+      std::cerr << fmt::format(
+          "warning: stdin:{}: invalid UTF-8 (byte {}); printed an empty line\n", line_number,
+          text::first_invalid_utf8(line).value_or(0));
+      std::cout << "\n";
+      continue;
+    }
+    const SentenceTranslation translation =
+        translate_sentence(*model, info.source_vocabulary, info.target_vocabulary, *normalized);
+    unknown += warn_about_unread_words(translation, line_number, info.model.max_length());
+    std::cout << text::join_words(translation.output_words) << "\n" << std::flush;
+    if (!flags.attention.empty()) {
+      save_attention_map(fs::path(flags.attention) / fmt::format("attention_{}.svg", line_number),
+                         translation, info.model.decoder(), info.model.max_length());
+    }
+    ++translated;
+  }
+  std::cerr << fmt::format("translated {} sentence{}; {} unknown word{} mapped to <unk>\n",
+                           translated, translated == 1 ? "" : "s", unknown,
+                           unknown == 1 ? "" : "s");
+  return 0;
+}
+
+// ---------------------------------------------------------------- eval
+
+int run_eval(const EvalFlags& flags) {
+  const CheckpointInfo info = read_checkpoint_info(flags.checkpoint);
+  const std::unique_ptr<Seq2Seq> model = load_model(flags.checkpoint, info);
+  std::vector<text::SentencePair> pairs;
+  std::string name;
+  if (flags.data.empty()) {
+    // The held-out split of the training data, rebuilt from the checkpoint's settings.
+    const Corpus corpus = load_corpus(info.data);
+    check_vocabularies(flags.checkpoint, info, corpus.source_vocabulary, corpus.target_vocabulary);
+    pairs = corpus.split.validation;
+    name = fmt::format("the validation split of {}", info.data.path().string());
+  } else {
+    const text::PairSet set =
+        text::read_pairs(flags.data, text::ReadOptions().reverse(info.data.reverse()));
+    print_skipped(std::cerr, set.report);
+    text::require_pairs(set.pairs, set.report, "to evaluate");
+    pairs = set.pairs;
+    name = flags.data;
+  }
+  const Evaluation evaluation =
+      evaluate(*model, info.source_vocabulary, info.target_vocabulary, pairs);
+  std::ostream& out = flags.json ? std::cerr : std::cout;
+  const text::BleuDetails& bleu = evaluation.bleu;
+  out << fmt::format(
+      "BLEU-4 {:.4f} on {} ({} pairs, {} source sentences); precisions {:.3f} {:.3f} {:.3f} "
+      "{:.3f}, brevity penalty {:.3f}\n",
+      bleu.score, name, pairs.size(), evaluation.examples.size(), bleu.precisions[0],
+      bleu.precisions[1], bleu.precisions[2], bleu.precisions[3], bleu.brevity_penalty);
+  out << fmt::format("{} unknown source words mapped to <unk>, {} cut off beyond {} words\n\n",
+                     evaluation.unknown_words, evaluation.dropped_words,
+                     info.model.max_length() - 1);
+  Generator random(static_cast<uint64_t>(flags.seed));
+  for (int64_t i = 0; i < flags.examples && !evaluation.examples.empty(); ++i) {
+    const EvaluationExample& example =
+        evaluation.examples[random.below(evaluation.examples.size())];
+    out << "> " << example.source << "\n";
+    for (const std::string& reference : example.references) out << "= " << reference << "\n";
+    out << "< " << example.output << "\n\n";
+  }
+  if (flags.json) {
+    const nlohmann::json summary = {{"bleu", bleu.score},
+                                    {"pairs", pairs.size()},
+                                    {"sentences", evaluation.examples.size()},
+                                    {"unknown_words", evaluation.unknown_words},
+                                    {"dropped_words", evaluation.dropped_words}};
+    std::cout << summary.dump() << std::endl;
+  }
+  return 0;
+}
+
+}  // namespace attograd::translate_tutorial

@@ -1,0 +1,94 @@
+// examples/translate/tutorial_recipe.hpp — `translate` with the default
+// recipe: the PyTorch seq2seq tutorial, one sentence pair at a time, French
+// -> English with a GRU encoder and an attention decoder (models/seq2seq.hpp
+// has the model, models/translation/ the data and the training loop,
+// docs/translation.md the walk-through).
+//
+// Each command is a function of already-parsed flags, as in
+// batched_recipe.hpp, so main() only has to pick the recipe. declare_*_flags
+// bind the flags to a parser; their defaults are the tutorial's
+// hyperparameters. run_train lives in tutorial_train.cpp, the rest in
+// tutorial_recipe.cpp.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <iosfwd>
+#include <string>
+
+#include "examples/common/cli.hpp"
+#include "models/translation/corpus.hpp"
+
+namespace attograd::translate_tutorial {
+
+// The file name of the checkpoint in a train run's --out folder.
+inline constexpr const char* kCheckpointName = "checkpoint.safetensors";
+
+struct TrainFlags {
+  std::string data = "data/eng-fra.tsv";
+  bool reverse = false;
+  int64_t hidden = 256;
+  std::string decoder = "location";
+  double dropout = 0.1;
+  double lr = 0.01;
+  double teacher_forcing = 0.5;
+  int64_t iters = 75000;
+  int64_t seed = 1;
+  int64_t split_seed = 1;
+  double validation = 0.05;
+  int64_t print_every = 5000;
+  int64_t plot_every = 100;
+  int64_t checkpoint_every = 5000;
+  std::string out = "out/translate";
+  std::string resume;
+  int64_t examples = 5;
+  bool json = false;
+  bool dense_embeddings = false;
+  int threads = 1;
+};
+
+struct TranslateFlags {
+  std::string checkpoint = std::string("out/translate/") + kCheckpointName;
+  std::string attention;
+};
+
+struct EvalFlags {
+  std::string checkpoint = std::string("out/translate/") + kCheckpointName;
+  std::string data;
+  int64_t examples = 10;
+  int64_t seed = 1;
+  bool json = false;
+};
+
+// Bind the flags of each command to `parser` (a command's parser).
+void declare_train_flags(cli::Parser& parser, TrainFlags& flags);
+void declare_translate_flags(cli::Parser& parser, TranslateFlags& flags);
+void declare_eval_flags(cli::Parser& parser, EvalFlags& flags);
+
+// train: read the data (or resume a checkpoint), train until --iters or
+// Ctrl-C, write checkpoint.safetensors, loss.svg and attention_*.svg into
+// flags.out, then print the loss table, example translations and the
+// validation BLEU (with --json, a summary line on stdout). Returns the exit
+// status: 0, or 130 when interrupted (after saving).
+int run_train(const TrainFlags& flags);
+// translate: one sentence per line of stdin, one translation per line of
+// stdout; warnings about unknown or cut-off words go to stderr.
+int run_translate(const TranslateFlags& flags);
+// eval: corpus BLEU-4 of a checkpoint and a few example translations.
+int run_eval(const EvalFlags& flags);
+
+// ---------------------------------------------------------------- shared by the commands
+
+// Prints the lines the reader skipped, with file:line, at most `limit` of them.
+void print_skipped(std::ostream& out, const text::ReadReport& report, size_t limit = 10);
+
+// The attention of one translation as a heatmap: output words (EOS included)
+// down, source words (EOS included) across. The location decoder also
+// attends to the zero-padded slots after the source, so it gets a column for
+// each of them.
+void save_attention_map(const std::filesystem::path& path,
+                        const seq2seq::SentenceTranslation& translation,
+                        seq2seq::DecoderKind decoder, int64_t max_length);
+
+}  // namespace attograd::translate_tutorial

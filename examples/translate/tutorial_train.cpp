@@ -1,0 +1,357 @@
+// examples/translate/tutorial_train.cpp — `translate train` with the tutorial
+// recipe (see tutorial_recipe.hpp), in named steps: read the data and the
+// checkpoint to resume, settle the model and training settings, build the
+// model, train until done or Ctrl-C, save, then report.
+//
+// Everything that can fail on bad input (a missing or empty data file, a
+// checkpoint that does not fit) happens before anything is written.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <csignal>
+#include <filesystem>
+#include <functional>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "examples/common/svg_plot.hpp"
+#include "examples/translate/tutorial_recipe.hpp"
+#include "models/seq2seq.hpp"
+#include "models/text/normalize.hpp"
+#include "models/translation/corpus.hpp"
+#include "models/translation/training.hpp"
+#include "tensor/error.hpp"
+#include "tensor/parallel.hpp"
+
+namespace attograd::translate_tutorial {
+
+using namespace attograd::seq2seq;
+namespace fs = std::filesystem;
+
+namespace {
+
+// ---------------------------------------------------------------- Ctrl-C
+
+// Set by the SIGINT handler; the training loop checks it before each
+// iteration, so the handler does nothing but this one async-signal-safe write.
+volatile std::sig_atomic_t interrupted = 0;
+
+extern "C" void on_interrupt(int) { interrupted = 1; }
+
+// Installs on_interrupt for the lifetime of the object. SA_RESETHAND puts the
+// default action back after the first Ctrl-C, so a second one ends the
+// program at once if saving ever hangs.
+class InterruptHandler {
+ public:
+  InterruptHandler() {
+    struct sigaction action {};
+    action.sa_handler = on_interrupt;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESETHAND;
+    sigaction(SIGINT, &action, &previous_);
+  }
+  ~InterruptHandler() { sigaction(SIGINT, &previous_, nullptr); }
+  InterruptHandler(const InterruptHandler&) = delete;
+  InterruptHandler& operator=(const InterruptHandler&) = delete;
+
+ private:
+  struct sigaction previous_ {};
+};
+
+// ---------------------------------------------------------------- data and settings
+
+// How the corpus is read and split. A resumed run keeps the checkpoint's
+// sentence length, so its vocabularies come out the same.
+CorpusOptions corpus_options(const TrainFlags& flags,
+                             const std::optional<CheckpointInfo>& resumed) {
+  return CorpusOptions()
+      .path(flags.data)
+      .reverse(flags.reverse)
+      .max_length(resumed ? resumed->model.max_length() : 10)
+      .validation_fraction(flags.validation)
+      .split_seed(static_cast<uint64_t>(flags.split_seed));
+}
+
+void print_corpus_summary(std::ostream& out, const Corpus& corpus) {
+  const bool french_first = corpus.direction == text::Direction::kFrenchToEnglish;
+  out << fmt::format("Read {} sentence pairs ({})\n", corpus.report.pairs_kept,
+                     corpus.report.summary());
+  out << fmt::format("Trimmed to {} sentence pairs ({} -> {}); {} for training, {} held out\n",
+                     corpus.pairs.size(), french_first ? "French" : "English",
+                     french_first ? "English" : "French", corpus.split.train.size(),
+                     corpus.split.validation.size());
+  out << fmt::format("Counted words: {} {}, {} {}\n", french_first ? "fra" : "eng",
+                     corpus.source_vocabulary.size(), french_first ? "eng" : "fra",
+                     corpus.target_vocabulary.size());
+}
+
+Seq2SeqOptions model_options(const TrainFlags& flags, const Corpus& corpus) {
+  return Seq2SeqOptions(corpus.source_vocabulary.size(), corpus.target_vocabulary.size())
+      .hidden_size(flags.hidden)
+      .max_length(10)
+      .dropout(flags.dropout)
+      .decoder(decoder_kind_from_string(flags.decoder));
+}
+
+TrainingOptions training_options(const TrainFlags& flags) {
+  return TrainingOptions()
+      .iterations(flags.iters)
+      .learning_rate(flags.lr)
+      .teacher_forcing(flags.teacher_forcing)
+      .seed(static_cast<uint64_t>(flags.seed))
+      .print_every(flags.print_every)
+      .plot_every(flags.plot_every)
+      .sparse_embeddings(!flags.dense_embeddings);
+}
+
+// What the run trains: the model and the training schedule.
+struct RunSettings {
+  Seq2SeqOptions model;
+  TrainingOptions training;
+};
+
+// The settings from the flags; when resuming, the checkpoint's (all but the
+// iteration count), after checking that the checkpoint fits the data.
+RunSettings run_settings(const TrainFlags& flags, const Corpus& corpus,
+                         const std::optional<CheckpointInfo>& resumed, std::ostream& out) {
+  RunSettings settings{model_options(flags, corpus), training_options(flags)};
+  if (!resumed) return settings;
+  check_vocabularies(flags.resume, *resumed, corpus.source_vocabulary, corpus.target_vocabulary);
+  settings.model = resumed->model;
+  settings.training = resumed->training;
+  settings.training.iterations(flags.iters);
+  check(resumed->progress.iteration <= flags.iters,
+        "{}: the checkpoint is at iteration {}, beyond --iters {}; pass a larger --iters to "
+        "continue it",
+        flags.resume, resumed->progress.iteration, flags.iters);
+  out << fmt::format("Resuming {} at iteration {} (model, seed and rates from the checkpoint)\n",
+                     flags.resume, resumed->progress.iteration);
+  return settings;
+}
+
+// ---------------------------------------------------------------- training
+
+std::string duration_text(double seconds) {
+  const auto total = static_cast<int64_t>(seconds + 0.5);
+  if (total >= 3600) return fmt::format("{}h {:02}m", total / 3600, total % 3600 / 60);
+  if (total >= 60) return fmt::format("{}m {:02}s", total / 60, total % 60);
+  return fmt::format("{}s", total);
+}
+
+// What one session of training (one run of the program) did.
+struct Session {
+  bool finished = false;        // all iterations done (false: stopped by Ctrl-C)
+  double last_loss = 0;         // the latest interval's average loss
+  int64_t iterations_run = 0;   // in this session
+  double ms_per_iteration = 0;  // in this session
+};
+
+// Trains until the iterations are done or Ctrl-C, printing a progress line
+// after each interval and calling `save` every `checkpoint_every` iterations.
+Session train_session(Trainer& trainer, int64_t checkpoint_every, const std::function<void()>& save,
+                      std::ostream& out) {
+  Session session;
+  session.last_loss =
+      trainer.progress().interval_losses.empty() ? 0.0 : trainer.progress().interval_losses.back();
+  Trainer::Hooks hooks;
+  hooks.report = [&](const IntervalReport& report) {
+    session.last_loss = report.average_loss;
+    out << fmt::format("iter {:>6}/{} ({:5.1f}%)  loss {:.4f}  {:6.0f} it/s  ETA {}\n",
+                       report.iteration, report.iterations,
+                       100.0 * static_cast<double>(report.iteration) /
+                           static_cast<double>(std::max<int64_t>(report.iterations, 1)),
+                       report.average_loss, report.iterations_per_second,
+                       duration_text(report.seconds_left))
+        << std::flush;
+  };
+  hooks.checkpoint_every = checkpoint_every;
+  hooks.checkpoint = save;
+  hooks.stop_requested = [] { return interrupted != 0; };
+
+  const int64_t first_iteration = trainer.progress().iteration;
+  const double seconds_before = trainer.progress().train_seconds;
+  {
+    const InterruptHandler handler;
+    session.finished = trainer.run(hooks);
+  }
+  session.iterations_run = trainer.progress().iteration - first_iteration;
+  session.ms_per_iteration = session.iterations_run > 0
+                                 ? 1000.0 * (trainer.progress().train_seconds - seconds_before) /
+                                       static_cast<double>(session.iterations_run)
+                                 : 0.0;
+  return session;
+}
+
+// ---------------------------------------------------------------- saving
+
+void save_loss_curve(const fs::path& path, const TrainingProgress& progress, int64_t plot_every) {
+  std::vector<double> x, y;
+  for (size_t i = 0; i < progress.plot_losses.size(); ++i) {
+    x.push_back(static_cast<double>((static_cast<int64_t>(i) + 1) * plot_every));
+    y.push_back(progress.plot_losses[i]);
+  }
+  plot::LineChart chart;
+  chart.title(fmt::format("Training loss (NLL per target word, mean of {} iterations)", plot_every))
+      .x_label("iteration")
+      .y_label("loss")
+      .legend(plot::LegendPosition::hidden)
+      .line("loss", x, y);
+  chart.save(path);
+}
+
+// Where a run writes, inside --out (created here).
+struct OutputFiles {
+  fs::path folder;
+  fs::path checkpoint;
+  fs::path loss_curve;
+};
+
+OutputFiles prepare_output(const std::string& out) {
+  const fs::path folder = out;
+  fs::create_directories(folder);
+  return {folder, folder / kCheckpointName, folder / "loss.svg"};
+}
+
+// The checkpoint (model, optimizer and all a resumed run needs) and the loss
+// curve so far.
+void save_run(const OutputFiles& files, const Seq2Seq& model, Trainer& trainer,
+              const CheckpointInfo& info) {
+  save_checkpoint(files.checkpoint, model, &trainer.optimizer(), info);
+  save_loss_curve(files.loss_curve, trainer.progress(), info.training.plot_every());
+}
+
+// ---------------------------------------------------------------- reporting
+
+// The loss table (one row per print_every iterations) and the session's speed.
+void print_loss_table(std::ostream& out, const TrainingProgress& progress, int64_t print_every,
+                      const Session& session) {
+  out << "\nAverage loss per target word, per interval of " << print_every << " iterations:\n";
+  const std::vector<double>& table = progress.interval_losses;
+  for (size_t i = 0; i < table.size(); ++i) {
+    out << fmt::format("  {:>6}-{:<6} {:.4f}\n", static_cast<int64_t>(i) * print_every + 1,
+                       static_cast<int64_t>(i + 1) * print_every, table[i]);
+  }
+  out << fmt::format("{:.3f} ms per iteration ({} iterations this run)\n\n",
+                     session.ms_per_iteration, session.iterations_run);
+}
+
+// Prints `count` pairs picked at random from `pairs` as the tutorial's
+// evaluateRandomly does: > source, = reference, < output.
+void print_examples(std::ostream& out, Seq2Seq& model, const Corpus& corpus,
+                    const std::vector<text::SentencePair>& pairs, int64_t count,
+                    Generator& random) {
+  for (int64_t i = 0; i < count && !pairs.empty(); ++i) {
+    const text::SentencePair& pair = pairs[random.below(pairs.size())];
+    const SentenceTranslation translation =
+        translate_sentence(model, corpus.source_vocabulary, corpus.target_vocabulary, pair.source);
+    out << "> " << pair.source << "\n= " << pair.target << "\n< "
+        << text::join_words(translation.output_words) << "\n\n";
+  }
+}
+
+// Example translations of training and held-out sentences, then the attention
+// maps of up to three more training sentences.
+void show_examples(std::ostream& out, Seq2Seq& model, const Seq2SeqOptions& options,
+                   const Corpus& corpus, const TrainFlags& flags, const fs::path& folder) {
+  Generator random(static_cast<uint64_t>(flags.seed) + 1000);
+  out << "Training sentences:\n";
+  print_examples(out, model, corpus, corpus.split.train, flags.examples, random);
+  out << "Held-out sentences:\n";
+  print_examples(out, model, corpus, corpus.split.validation, flags.examples, random);
+
+  for (int64_t i = 0; i < std::min<int64_t>(flags.examples, 3) && !corpus.split.train.empty();
+       ++i) {
+    const text::SentencePair& pair = corpus.split.train[random.below(corpus.split.train.size())];
+    const SentenceTranslation translation =
+        translate_sentence(model, corpus.source_vocabulary, corpus.target_vocabulary, pair.source);
+    save_attention_map(folder / fmt::format("attention_{}.svg", i + 1), translation,
+                       options.decoder(), options.max_length());
+  }
+}
+
+void print_json_summary(const Corpus& corpus, const Seq2SeqOptions& options,
+                        const TrainingProgress& progress, const Session& session,
+                        const Evaluation& validation, const OutputFiles& files) {
+  const nlohmann::json summary = {{"pairs", corpus.pairs.size()},
+                                  {"train_pairs", corpus.split.train.size()},
+                                  {"validation_pairs", corpus.split.validation.size()},
+                                  {"source_vocabulary", corpus.source_vocabulary.size()},
+                                  {"target_vocabulary", corpus.target_vocabulary.size()},
+                                  {"decoder", std::string(to_string(options.decoder()))},
+                                  {"iterations", progress.iteration},
+                                  {"ms_per_iteration", session.ms_per_iteration},
+                                  {"final_loss", session.last_loss},
+                                  {"validation_bleu", validation.bleu.score},
+                                  {"validation_unknown_words", validation.unknown_words},
+                                  {"checkpoint", files.checkpoint.string()}};
+  std::cout << summary.dump() << std::endl;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- the command
+
+int run_train(const TrainFlags& flags) {
+  // One pair at a time is a chain of small products: threads mostly wait.
+  parallel::set_num_threads(flags.threads);
+  std::ostream& out = flags.json ? std::cerr : std::cout;  // with --json stdout holds one line
+
+  // Read and check: the checkpoint to resume, the data, the settings.
+  std::optional<CheckpointInfo> resumed;
+  if (!flags.resume.empty()) resumed = read_checkpoint_info(flags.resume);
+  const CorpusOptions data = corpus_options(flags, resumed);
+  const Corpus corpus = load_corpus(data);
+  print_skipped(std::cerr, corpus.report);
+  print_corpus_summary(out, corpus);
+  const RunSettings settings = run_settings(flags, corpus, resumed, out);
+  const Seq2SeqOptions& options = settings.model;
+  const TrainingOptions& training = settings.training;
+
+  // Build the model and its trainer, or restore them from the checkpoint.
+  Generator initial(training.seed());
+  Seq2Seq model(options, initial);
+  Trainer trainer(
+      model, encode_pairs(corpus.split.train, corpus.source_vocabulary, corpus.target_vocabulary),
+      training);
+  if (resumed) load_training_state(flags.resume, trainer, *resumed);
+
+  // Train, saving every checkpoint_every iterations, at the end and on Ctrl-C.
+  const OutputFiles files = prepare_output(flags.out);
+  const auto save = [&] {
+    const CheckpointInfo info{options,  corpus.source_vocabulary, corpus.target_vocabulary, data,
+                              training, trainer.progress()};
+    save_run(files, model, trainer, info);
+  };
+  out << fmt::format("Training {} parameters ({} decoder, H = {}) for {} iterations\n",
+                     model.parameter_count(), to_string(options.decoder()), options.hidden_size(),
+                     training.iterations());
+  out << std::flush;
+  const Session session = train_session(trainer, flags.checkpoint_every, save, out);
+  save();
+  if (!session.finished) {
+    out << fmt::format("Interrupted at iteration {}; saved {} — continue with --resume {}\n",
+                       trainer.progress().iteration, files.checkpoint.string(),
+                       files.checkpoint.string());
+    return 130;  // 128 + SIGINT, what a shell reports for Ctrl-C
+  }
+
+  // Results: the loss table, translations, attention maps, validation BLEU.
+  print_loss_table(out, trainer.progress(), training.print_every(), session);
+  show_examples(out, model, options, corpus, flags, files.folder);
+  const Evaluation validation =
+      evaluate(model, corpus.source_vocabulary, corpus.target_vocabulary, corpus.split.validation);
+  out << fmt::format(
+      "Validation BLEU-4: {:.4f} over {} source sentences ({} unknown words mapped to <unk>)\n",
+      validation.bleu.score, validation.examples.size(), validation.unknown_words);
+  out << fmt::format("Wrote {}, {} and attention_*.svg in {}\n",
+                     files.checkpoint.filename().string(), files.loss_curve.filename().string(),
+                     files.folder.string());
+  if (flags.json)
+    print_json_summary(corpus, options, trainer.progress(), session, validation, files);
+  return 0;
+}
+
+}  // namespace attograd::translate_tutorial
