@@ -12,14 +12,17 @@
 //   grad(a).item();              // dg/da
 //
 // The layers, bottom up: tensor/ (storage, views, kernels), autograd/ (the
-// graph, the ops, gradcheck), nn/ (modules, losses, optimizers, checkpoints),
-// models/ (the attention models).
+// graph, the ops, gradcheck, and fast/: every speed mechanism, proved equal
+// to the reference path), nn/ (modules, losses, optimizers, checkpoints),
+// models/ (the attention models). docs/architecture.md draws them.
 #pragma once
 
 #include "autograd/engine.hpp"
+#include "autograd/fast/fast.hpp"
 #include "autograd/gradcheck.hpp"
 #include "autograd/ops.hpp"
 #include "nn/activation.hpp"
+#include "nn/attention.hpp"
 #include "nn/checkpoint.hpp"
 #include "nn/dropout.hpp"
 #include "nn/embedding.hpp"

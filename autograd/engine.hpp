@@ -8,10 +8,10 @@
 // engine accumulates, it never overwrites.
 #pragma once
 
-#include <functional>
 #include <initializer_list>
 #include <vector>
 
+#include "autograd/autograd_meta.hpp"
 #include "autograd/node.hpp"
 #include "tensor/tensor.hpp"
 
@@ -65,7 +65,9 @@ Tensor record(const char* name, Tensor output, std::initializer_list<Tensor> inp
 
 // Mark a leaf as trainable (returns it, so `auto w = requires_grad_(randn({3}))`).
 Tensor requires_grad_(Tensor t, bool enabled = true);
-// The accumulated gradient of t (undefined until a backward reaches it).
+// The accumulated gradient of t (undefined until a backward reaches it). A
+// part backward() kept deferred (autograd/fast/deferred_gradient.hpp) is
+// formed now and added in, so the result is always the whole dense gradient.
 Tensor grad(const Tensor& t);
 // Forget t's gradient (the next backward starts from zero).
 void zero_grad(const Tensor& t);
@@ -73,48 +75,6 @@ void zero_grad(const Tensor& t);
 void retain_grad(const Tensor& t);
 // Same values, same storage, no history: gradients stop here.
 Tensor detach(const Tensor& t);
-
-// Run hook(leaf) inside every backward() that reaches `leaf`, as soon as the
-// leaf's gradient for that pass is complete in grad(leaf): every op that used
-// the leaf has run its backward by then, so nothing reads the leaf's values
-// afterwards in that pass (PyTorch's register_post_accumulate_grad_hook).
-// This is how an optimizer updates a parameter while its gradient is still in
-// cache (nn::Optimizer::step_in_backward). One hook per leaf: setting another
-// replaces it; an empty function removes it.
-void set_post_accumulate_grad_hook(const Tensor& leaf, std::function<void(const Tensor&)> hook);
-
-// ---- Gradients handed over as factors --------------------------------------
-//
-// A Linear or GRU weight's gradient is a product, G = dyᵀ x (out,in): the rows
-// of dy (rows,out) and x (rows,in) that the steps of a sequence saw. Forming G
-// writes a matrix as large as the weight, and plain SGD then reads it back to
-// compute W −= lr·G. Handed the factors instead, SGD can add −lr·dyᵀx straight
-// into W (kernels::add_scaled_product_tn): G is never written at all.
-
-// G = dyᵀ @ x (out,in); dy: (rows,out) and x: (rows,in), contiguous row-major.
-// The arrays belong to the op that offers them: valid during the hook's call
-// only.
-struct GradientFactors {
-  const real* dy;
-  const real* x;
-  int64_t rows, out, in;
-};
-
-// Let `leaf` take its gradient as factors whenever an op can offer them and
-// they are the whole of its gradient in a pass (offer_gradient_factors below);
-// every other gradient reaches grad(leaf) as usual. This is what
-// nn::Optimizer::step_in_backward uses for plain SGD. One hook per leaf;
-// an empty function removes it.
-void set_gradient_factors_hook(const Tensor& leaf,
-                               std::function<void(const GradientFactors&)> hook);
-
-// For backward closures: offer input `input`'s gradient as factors rather
-// than as a tensor. Accepted — the leaf's hook is called, and true returned —
-// only when that input is a leaf with a factors hook, this node is the last
-// one in this backward pass to use it (so nothing reads its values later),
-// and no other gradient for it is pending or kept in grad(). The closure then
-// returns an undefined gradient for it; otherwise it forms G as usual.
-bool offer_gradient_factors(size_t input, const GradientFactors& factors);
 
 // ---- Backward -------------------------------------------------------------
 

@@ -34,7 +34,7 @@ GradcheckResult gradcheck(const GradcheckFunction& fn, const std::vector<Tensor>
   const Tensor output = fn(inputs);
   Generator generator(options.seed);
   const Tensor projection = randn(output.shape(), generator);
-  check(output.requires_grad(),
+  check(requires_grad(output),
         "gradcheck: the function's output does not depend on any input that requires grad");
   backward(sum(mul(output, projection)));
   const std::vector<real> r = projection.to_vector();

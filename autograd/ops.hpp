@@ -11,9 +11,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "autograd/engine.hpp"
+#include "autograd/ops_gru.hpp"
+#include "autograd/ops_linear.hpp"
 #include "tensor/tensor.hpp"
 
 namespace attograd {
@@ -95,14 +99,39 @@ Tensor masked_select(const Tensor& x, const Tensor& mask);
 // ---- Softmax (autograd/ops_softmax.cpp) ---------------------------------------------
 Tensor softmax(const Tensor& x, int64_t axis);
 Tensor log_softmax(const Tensor& x, int64_t axis);
+// Attention's softmax over each row's valid prefix (autograd/ops_softmax.cpp).
+// scores: (B,Tq,Tk), valid_lens: {} or B or B·Tq lengths in [1, Tk] -> (B,Tq,Tk)
+//
+//   y[b,q,:n] = softmax(scores[b,q,:n]),  y[b,q,n:] = 0      with n the row's valid length
+//   dx[b,q,:n] = y ⊙ (dy − Σ dy ⊙ y),     dx[b,q,n:] = 0
+//
+// One op (one graph node): the masked entries are never read, so they may be
+// anything, even infinite.
+Tensor masked_softmax(const Tensor& scores, const std::vector<int64_t>& valid_lens);
+// The valid length of each of the B·Tq rows of (B,Tq,Tk) scores: valid_lens
+// repeated over the queries (one per example), as given (one per query), or
+// Tk everywhere (none). Checks them and throws naming `who` otherwise.
+std::vector<int64_t> masked_softmax_row_lengths(const std::string& who, const Shape& scores,
+                                                const std::vector<int64_t>& valid_lens);
 
-// ---- Recurrent (autograd/ops_gru.cpp) ------------------------------------------------
-// One GRU step as a single fused node (PyTorch's GRUCell; gates stacked r, z, n):
-//   r = σ(x W_irᵀ + b_ir + h W_hrᵀ + b_hr),  z = σ(x W_izᵀ + b_iz + h W_hzᵀ + b_hz),
-//   n = tanh(x W_inᵀ + b_in + r ⊙ (h W_hnᵀ + b_hn)),  h' = (1 − z) ⊙ n + z ⊙ h.
-// x: (B,in), h: (B,H), weight_ih: (3H,in), weight_hh: (3H,H), biases: (3H) or
-// undefined for none → h': (B,H). nn::GRUCell and nn::GRU are built on it.
-Tensor gru_cell(const Tensor& x, const Tensor& h, const Tensor& weight_ih, const Tensor& weight_hh,
-                const Tensor& bias_ih, const Tensor& bias_hh);
+// ---- Lookup (autograd/ops_index.cpp) -------------------------------------------------
+// weight: (V,D), ids: ids_shape.numel() ids in [0, V) -> (ids_shape..., D).
+// padding_idx's row gets no gradient; with `sparse` the table's gradient is
+// named as the rows read (Gradient::rows), as nn.Embedding(sparse=True).
+Tensor embedding(const Tensor& weight, const std::vector<int64_t>& ids, const Shape& ids_shape,
+                 std::optional<int64_t> padding_idx, bool sparse);
+
+// ---- Losses (autograd/ops_loss.cpp) --------------------------------------------------
+// What to do with per-element losses: keep them, add them up, or average them.
+enum class Reduction { none, mean, sum };
+
+// input, target: the same shape (*) -> reduce((input − target)²): () for
+// mean/sum, (*) for none. Either may require grad.
+Tensor squared_errors(const Tensor& input, const Tensor& target, Reduction reduction);
+// log_probs: (N,C), targets: N ids in [0, C) or ignore_index -> (N):
+// ℓ_i = −log_probs[i, y_i], and 0 where y_i = ignore_index. Errors name
+// `caller` (the loss that uses it).
+Tensor negative_log_likelihood(const Tensor& log_probs, const std::vector<int64_t>& targets,
+                               int64_t ignore_index, const char* caller = "nll_loss");
 
 }  // namespace attograd

@@ -111,14 +111,14 @@ using kernels::Unary;
 // y = a + b          da = dy,  db = dy
 Tensor add(const Tensor& a, const Tensor& b) {
   Tensor y = detail::binary_values(Binary::add, "add", a, b);
-  return record("add", y, {a, b}, [](const Tensor& dy) { return std::vector<Tensor>{dy, dy}; });
+  return record("add", y, {a, b}, [](const Tensor& dy) { return Gradients{dy, dy}; });
 }
 
 // y = a − b          da = dy,  db = −dy
 Tensor sub(const Tensor& a, const Tensor& b) {
   Tensor y = detail::binary_values(Binary::sub, "sub", a, b);
-  return record("sub", y, {a, b}, [need_b = b.requires_grad()](const Tensor& dy) {
-    return std::vector<Tensor>{dy, need_b ? neg(dy) : Tensor()};
+  return record("sub", y, {a, b}, [need_b = requires_grad(b)](const Tensor& dy) {
+    return Gradients{dy, need_b ? neg(dy) : Tensor()};
   });
 }
 
@@ -151,10 +151,10 @@ Tensor mul(const Tensor& a, const Tensor& b) {
       // x ⊙ x: both gradients, dy ⊙ x twice, reach the same tensor, so they
       // go as one, dy ⊙ 2x. Doubling is exact, so this is the sum the engine
       // would form (to the bit, unless the products are subnormal).
-      return std::vector<Tensor>{mul(dy, a * real(2)), Tensor()};
+      return Gradients{mul(dy, a * real(2)), Tensor()};
     }
-    return std::vector<Tensor>{a.requires_grad() ? product_gradient(dy, b, a.shape()) : Tensor(),
-                               b.requires_grad() ? product_gradient(dy, a, b.shape()) : Tensor()};
+    return Gradients{requires_grad(a) ? product_gradient(dy, b, a.shape()) : Tensor(),
+                     requires_grad(b) ? product_gradient(dy, a, b.shape()) : Tensor()};
   });
 }
 
@@ -162,8 +162,8 @@ Tensor mul(const Tensor& a, const Tensor& b) {
 Tensor div(const Tensor& a, const Tensor& b) {
   Tensor y = detail::binary_values(Binary::div, "div", a, b);
   return record("div", y, {a, b}, [a, b, y = detach(y)](const Tensor& dy) {
-    return std::vector<Tensor>{a.requires_grad() ? div(dy, b) : Tensor(),
-                               b.requires_grad() ? neg(div(mul(dy, y), b)) : Tensor()};
+    return Gradients{requires_grad(a) ? div(dy, b) : Tensor(),
+                     requires_grad(b) ? neg(div(mul(dy, y), b)) : Tensor()};
   });
 }
 
@@ -180,7 +180,7 @@ Tensor unary(Unary op, const char* name, const Tensor& x_in) {
     const Tensor dy = dy_in.contiguous_data();
     Tensor dx = Tensor::empty(x.shape());
     kernels::unary_backward(op, dx.data(), dy.data(), x.data(), y.data(), x.numel());
-    return std::vector<Tensor>{dx};
+    return Gradients{dx};
   });
 }
 
@@ -206,7 +206,7 @@ Tensor pow(const Tensor& x_in, real exponent) {
     const Tensor dy = dy_in.contiguous_data();
     Tensor dx = Tensor::empty(x.shape());
     kernels::pow_backward(dx.data(), dy.data(), x.data(), exponent, x.numel());
-    return std::vector<Tensor>{dx};
+    return Gradients{dx};
   });
 }
 

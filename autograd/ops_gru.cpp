@@ -6,14 +6,13 @@
 // matrix products and one fused gate kernel (tensor/kernels_gru.hpp), and
 // backward is one fused gate kernel and the matrix products for the six
 // gradients. tests/nn/test_gru.cpp keeps the composed version as the
-// specification and checks the two agree, values and gradients. The second
-// half of the file is the variant whose steps share one sequence's weights
-// and form the weight gradients once for all of them (autograd/ops_gru.hpp).
+// specification and checks the two agree, values and gradients. The weight
+// gradients are named as products, dW = Σ dgᵀ x (Gradient::product), which
+// the fast path keeps as factors over a whole sequence.
 #include "autograd/ops_gru.hpp"
 
+#include "autograd/engine.hpp"
 #include "autograd/op_helpers.hpp"
-#include "autograd/ops.hpp"
-#include "autograd/ops_linear.hpp"
 #include "tensor/factory.hpp"
 #include "tensor/kernels_gru.hpp"
 
@@ -39,7 +38,7 @@ void check_gru_shapes(const Tensor& x, const Tensor& h, const Tensor& weight_ih,
   for (const Tensor* t : {&x, &h, &weight_ih, &weight_hh}) detail::check_defined("gru_cell", *t);
   check(x.dim() == 2 && h.dim() == 2,
         "gru_cell: x {} and h {} must be 2-D, (batch, input) and (batch, hidden); for a "
-        "sequence use nn::GRU",
+        "sequence run one step per time step",
         x.shape(), h.shape());
   check(x.shape()[0] == h.shape()[0], "gru_cell: x {} and h {} have different batch sizes",
         x.shape(), h.shape());
@@ -72,12 +71,12 @@ GruSaved make_saved(const Tensor& x, const Tensor& h, const Tensor& weight_ih,
                   .z = Tensor::empty({B, H}),
                   .n = Tensor::empty({B, H}),
                   .gh_n = Tensor::empty({B, H}),
-                  .need_x = x.requires_grad(),
-                  .need_h = h.requires_grad(),
-                  .need_weight_ih = weight_ih.requires_grad(),
-                  .need_weight_hh = weight_hh.requires_grad(),
-                  .need_bias_ih = bias_ih.defined() && bias_ih.requires_grad(),
-                  .need_bias_hh = bias_hh.defined() && bias_hh.requires_grad()};
+                  .need_x = requires_grad(x),
+                  .need_h = requires_grad(h),
+                  .need_weight_ih = requires_grad(weight_ih),
+                  .need_weight_hh = requires_grad(weight_hh),
+                  .need_bias_ih = bias_ih.defined() && requires_grad(bias_ih),
+                  .need_bias_hh = bias_hh.defined() && requires_grad(bias_hh)};
 }
 
 }  // namespace
@@ -124,11 +123,14 @@ Tensor gru_step_forward(GruSaved& saved, const Tensor& bias_ih, const Tensor& bi
   Tensor gi = projected;
   if (!gi.defined()) {
     gi = Tensor::empty({B, 3 * H});
-    detail::affine_forward(gi.data(), saved.x, saved.weight_ih, saved_values(bias_ih), B, input,
-                           3 * H);
+    const Tensor b_ih = saved_values(bias_ih);
+    kernels::affine_forward(gi.data(), saved.x.data(), saved.weight_ih.data(),
+                            b_ih.defined() ? b_ih.data() : nullptr, B, input, 3 * H);
   }
   Tensor gh = Tensor::empty({B, 3 * H});
-  detail::affine_forward(gh.data(), saved.h, saved.weight_hh, saved_values(bias_hh), B, H, 3 * H);
+  const Tensor b_hh = saved_values(bias_hh);
+  kernels::affine_forward(gh.data(), saved.h.data(), saved.weight_hh.data(),
+                          b_hh.defined() ? b_hh.data() : nullptr, B, H, 3 * H);
   Tensor h_new = Tensor::empty({B, H});
   kernels::gru_gates_forward(h_new.data(), saved.r.data(), saved.z.data(), saved.n.data(),
                              saved.gh_n.data(), gi.data(), gh.data(), saved.h.data(), B, H);
@@ -183,119 +185,65 @@ Tensor gru_cell(const Tensor& x_in, const Tensor& h_in, const Tensor& weight_ih_
   const Tensor h_new = gru_step_forward(saved, bias_ih_in, bias_hh_in, B, input, H);
 
   // dh' -> gradients of (x, h, W_ih, W_hh, b_ih, b_hh), by the formulas above.
+  // dh' -> gradients of (x, h, W_ih, W_hh, b_ih, b_hh), by the formulas above;
+  // dW_ih = dgiᵀ x and dW_hh = dghᵀ h are named as products (Gradient::product).
   auto gradients = [saved = std::move(saved), B, input, H](const Tensor& dh_new) {
     const GruStepGradients g = gru_step_backward(saved, dh_new, B, input, H);
-    Tensor dweight_ih, dweight_hh;
-    if (saved.need_weight_ih) {  // dgiᵀ @ x, reading dgi (B,3H) as (3H,B)
-      dweight_ih = Tensor::empty({3 * H, input});
-      kernels::matmul_forward(dweight_ih.data(), g.dgi.data(), Layout::transposed, saved.x.data(),
-                              Layout::normal, 3 * H, B, input);
-    }
-    if (saved.need_weight_hh) {  // dghᵀ @ h
-      dweight_hh = Tensor::empty({3 * H, H});
-      kernels::matmul_forward(dweight_hh.data(), g.dgh.data(), Layout::transposed, saved.h.data(),
-                              Layout::normal, 3 * H, B, H);
-    }
-    return std::vector<Tensor>{g.dx, g.dh, dweight_ih, dweight_hh, g.dbias_ih, g.dbias_hh};
+    return Gradients{g.dx,
+                     g.dh,
+                     saved.need_weight_ih ? Gradient::product(g.dgi, saved.x) : Gradient(),
+                     saved.need_weight_hh ? Gradient::product(g.dgh, saved.h) : Gradient(),
+                     g.dbias_ih,
+                     g.dbias_hh};
   };
   return record("gru_cell", h_new, {x_in, h_in, weight_ih_in, weight_hh_in, bias_ih_in, bias_hh_in},
                 std::move(gradients));
 }
 
-// ---- Weight gradients batched over a sequence (autograd/ops_gru.hpp) -------------------
-
-// token = 0, recorded with the weights as inputs.
-//   dW_ih = dgiᵀ @ x    (3H,n) @ (n,in) → (3H,in), n the rows the steps handed over
-//   dW_hh = dghᵀ @ h    (3H,n) @ (n,H)  → (3H,H)
-// The token's own gradient is always 0 and is ignored.
-GruWeights gru_weights(const Tensor& weight_ih, const Tensor& weight_hh, const Tensor& bias_ih,
-                       const Tensor& bias_hh) {
-  GruWeights weights{weight_ih, weight_hh, bias_ih, bias_hh, Tensor(), nullptr};
-  const bool need_ih = weight_ih.requires_grad(), need_hh = weight_hh.requires_grad();
-  if (!grad_enabled() || !(need_ih || need_hh)) return weights;
-  auto factors = std::make_shared<GruGradientFactors>();
-  const int64_t three_h = weight_ih.shape()[0], input = weight_ih.shape()[1],
-                H = weight_hh.shape()[1];
-  auto gradients = [factors, need_ih, need_hh, three_h, input, H](const Tensor&) {
-    // No rows: the steps did not hand this weight over (gru_cell_projected
-    // leaves W_ih to the sequence's own product), so it gets nothing here.
-    const Tensor dweight_ih =
-        need_ih && factors->ih.rows > 0 ? factors->ih.gradient(0, three_h, input) : Tensor();
-    const Tensor dweight_hh =
-        need_hh && factors->hh.rows > 0 ? factors->hh.gradient(1, three_h, H) : Tensor();
-    *factors = GruGradientFactors{};  // a second backward (retain_graph) starts afresh
-    return std::vector<Tensor>{dweight_ih, dweight_hh};
-  };
-  weights.token = record("gru_weights", zeros({}), {weight_ih, weight_hh}, std::move(gradients));
-  weights.factors = factors;
-  return weights;
-}
-
-// As gru_cell above, but dgi and dgh are handed to the sequence's factors
-// with x and h instead of being multiplied out here.
-Tensor gru_cell(const Tensor& x_in, const Tensor& h_in, const GruWeights& weights) {
-  if (!weights.token.defined() || !grad_enabled()) {
-    return gru_cell(x_in, h_in, weights.weight_ih, weights.weight_hh, weights.bias_ih,
-                    weights.bias_hh);
-  }
-  check_gru_shapes(x_in, h_in, weights.weight_ih, weights.weight_hh, weights.bias_ih,
-                   weights.bias_hh);
-  const int64_t B = x_in.shape()[0], input = x_in.shape()[1], H = h_in.shape()[1];
-  GruSaved saved = make_saved(x_in, h_in, weights.weight_ih, weights.weight_hh, weights.bias_ih,
-                              weights.bias_hh);
-  const Tensor h_new = gru_step_forward(saved, weights.bias_ih, weights.bias_hh, B, input, H);
-  auto gradients = [saved = std::move(saved), factors = weights.factors, B, input,
-                    H](const Tensor& dh_new) {
-    const GruStepGradients g = gru_step_backward(saved, dh_new, B, input, H);
-    if (saved.need_weight_ih) factors->ih.append(g.dgi, saved.x);
-    if (saved.need_weight_hh) factors->hh.append(g.dgh, saved.h);
-    return std::vector<Tensor>{g.dx, g.dh, g.dbias_ih, g.dbias_hh, zeros({})};
-  };
-  return record("gru_cell", h_new, {x_in, h_in, weights.bias_ih, weights.bias_hh, weights.token},
-                std::move(gradients));
-}
-
-// As gru_cell(x, h, weights), with gi = x W_ihᵀ + b_ih given: the step's
-// part of one product over the whole sequence. Backward returns dgi as gi's
-// gradient (that product's node turns it into dx, dW_ih and db_ih) and hands
-// dgh to the sequence's factors.
-Tensor gru_cell_projected(const Tensor& gi_in, const Tensor& h_in, const GruWeights& weights) {
-  for (const Tensor* t : {&gi_in, &h_in, &weights.weight_hh}) {
+// As gru_cell, with gi = x W_ihᵀ + b_ih given: the step's rows of one
+// product over the whole sequence (made with linear(),
+// reading W_ih once per sequence rather than once per step). Backward returns
+// dgi as gi's gradient; that product's own node turns it into dx, dW_ih and
+// db_ih.
+//   gi: (B,3H), h: (B,H), weight_hh: (3H,H), bias_hh: (3H) or undefined -> h' (B,H)
+Tensor gru_cell_projected(const Tensor& gi_in, const Tensor& h_in, const Tensor& weight_hh_in,
+                          const Tensor& bias_hh_in) {
+  for (const Tensor* t : {&gi_in, &h_in, &weight_hh_in}) {
     detail::check_defined("gru_cell_projected", *t);
   }
-  check(h_in.dim() == 2 && weights.weight_hh.shape() == Shape{3 * h_in.shape()[1], h_in.shape()[1]},
+  check(h_in.dim() == 2 && weight_hh_in.shape() == Shape{3 * h_in.shape()[1], h_in.shape()[1]},
         "gru_cell_projected: h {} must be (batch, hidden) and weight_hh {} (3·hidden,hidden)",
-        h_in.shape(), weights.weight_hh.shape());
+        h_in.shape(), weight_hh_in.shape());
   const int64_t B = h_in.shape()[0], H = h_in.shape()[1];
   check(gi_in.shape() == Shape{B, 3 * H},
         "gru_cell_projected: gi has shape {}; with h {} it must be (batch, 3·hidden) = ({},{})",
         gi_in.shape(), h_in.shape(), B, 3 * H);
-  check(!weights.bias_hh.defined() || weights.bias_hh.shape() == Shape{3 * H},
+  check(!bias_hh_in.defined() || bias_hh_in.shape() == Shape{3 * H},
         "gru_cell_projected: bias_hh has shape {}; it must be ({}), or undefined for no bias",
-        weights.bias_hh.defined() ? weights.bias_hh.shape() : Shape{}, 3 * H);
+        bias_hh_in.defined() ? bias_hh_in.shape() : Shape{}, 3 * H);
   GruSaved saved{.x = Tensor(),
                  .h = saved_values(h_in),
                  .weight_ih = Tensor(),
-                 .weight_hh = saved_values(weights.weight_hh),
+                 .weight_hh = saved_values(weight_hh_in),
                  .r = Tensor::empty({B, H}),
                  .z = Tensor::empty({B, H}),
                  .n = Tensor::empty({B, H}),
                  .gh_n = Tensor::empty({B, H}),
                  .need_x = false,
-                 .need_h = h_in.requires_grad(),
+                 .need_h = requires_grad(h_in),
                  .need_weight_ih = false,
-                 .need_weight_hh = weights.factors && weights.weight_hh.requires_grad(),
+                 .need_weight_hh = requires_grad(weight_hh_in),
                  .need_bias_ih = false,
-                 .need_bias_hh = weights.bias_hh.defined() && weights.bias_hh.requires_grad()};
-  const Tensor h_new =
-      gru_step_forward(saved, Tensor(), weights.bias_hh, B, 0, H, saved_values(gi_in));
-  auto gradients = [saved = std::move(saved), factors = weights.factors, B,
-                    H](const Tensor& dh_new) {
+                 .need_bias_hh = bias_hh_in.defined() && requires_grad(bias_hh_in)};
+  const Tensor h_new = gru_step_forward(saved, Tensor(), bias_hh_in, B, 0, H, saved_values(gi_in));
+  // dh' -> gradients of (gi, h, W_hh, b_hh)
+  auto gradients = [saved = std::move(saved), B, H](const Tensor& dh_new) {
     const GruStepGradients g = gru_step_backward(saved, dh_new, B, 0, H);
-    if (saved.need_weight_hh) factors->hh.append(g.dgh, saved.h);
-    return std::vector<Tensor>{g.dgi, g.dh, g.dbias_hh, zeros({})};
+    return Gradients{g.dgi, g.dh,
+                     saved.need_weight_hh ? Gradient::product(g.dgh, saved.h) : Gradient(),
+                     g.dbias_hh};
   };
-  return record("gru_cell_projected", h_new, {gi_in, h_in, weights.bias_hh, weights.token},
+  return record("gru_cell_projected", h_new, {gi_in, h_in, weight_hh_in, bias_hh_in},
                 std::move(gradients));
 }
 

@@ -1,8 +1,12 @@
-// autograd/ops_index.cpp — picking entries by index or by mask.
+// autograd/ops_index.cpp — picking entries by index or by mask, and the
+// embedding lookup.
 //
 // The backward of a pick is a scatter: each picked entry's gradient is added
 // back where it came from. Adding (not writing) makes a repeated index — the
 // same word twice in a sentence — receive both gradients.
+#include <algorithm>
+#include <memory>
+
 #include "autograd/op_helpers.hpp"
 #include "autograd/ops.hpp"
 #include "tensor/factory.hpp"
@@ -73,7 +77,7 @@ Tensor index_select(const Tensor& x, int64_t axis_in, const std::vector<int64_t>
                                           dy.data() + (o * count + i) * split.inner, split.inner);
                     }
                   }
-                  return std::vector<Tensor>{dx};
+                  return Gradients{dx};
                 });
 }
 
@@ -116,7 +120,7 @@ Tensor gather(const Tensor& x, int64_t axis_in, const std::vector<int64_t>& inde
     const Tensor dy = dy_in.contiguous_data();
     Tensor dx = zeros(x_shape);
     for (size_t p = 0; p < sources->size(); ++p) dx.data()[(*sources)[p]] += dy.data()[p];
-    return std::vector<Tensor>{dx};
+    return Gradients{dx};
   });
 }
 
@@ -131,7 +135,7 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, real value) {
     keep.data()[p] = 0;
   }
   return record("masked_fill", y, {x},
-                [keep](const Tensor& dy) { return std::vector<Tensor>{mul(dy, keep)}; });
+                [keep](const Tensor& dy) { return Gradients{mul(dy, keep)}; });
 }
 
 // y = the entries of x where mask ≠ 0, as 1-D     dx = zeros with dy put back
@@ -146,8 +150,57 @@ Tensor masked_select(const Tensor& x, const Tensor& mask) {
     const Tensor dy = dy_in.contiguous_data();
     Tensor dx = zeros(x_shape);
     for (size_t i = 0; i < positions->size(); ++i) dx.data()[(*positions)[i]] = dy.data()[i];
-    return std::vector<Tensor>{dx};
+    return Gradients{dx};
   });
+}
+
+}  // namespace attograd
+
+namespace attograd {
+
+// y[p, :] = weight[ids[p], :]                    ids: (*) -> y: (*, D)
+// dweight[v, :] = Σ_{p : ids[p] = v} dy[p, :]    for every v ≠ padding_idx; 0 for padding_idx
+//
+// index_select along axis 0, except that the padding row's gradient is
+// dropped. Masking there (rather than multiplying the output by a mask) keeps
+// the forward exactly PyTorch's, which returns whatever the padding row holds.
+// With `sparse` the table's gradient is named as rows (Gradient::rows), as
+// PyTorch's nn.Embedding(sparse=True) does: the fast path then keeps only the
+// rows read, instead of a (V,D) matrix of zeros with a few rows filled.
+Tensor embedding(const Tensor& weight, const std::vector<int64_t>& ids_in, const Shape& ids_shape,
+                 std::optional<int64_t> padding_idx, bool sparse) {
+  detail::check_defined("embedding", weight);
+  check(weight.dim() == 2, "embedding: the table has shape {}; it must be (V,D)", weight.shape());
+  const int64_t V = weight.shape()[0], D = weight.shape()[1];
+  check(static_cast<int64_t>(ids_in.size()) == ids_shape.numel(),
+        "Embedding: {} ids do not fill the ids shape {} ({} ids)", ids_in.size(), ids_shape,
+        ids_shape.numel());
+  for (size_t p = 0; p < ids_in.size(); ++p) {
+    check(0 <= ids_in[p] && ids_in[p] < V,
+          "Embedding: id {} (at position {}) is out of range for a vocabulary of {} entries "
+          "(valid ids: 0..{}); was the vocabulary built from the same data?",
+          ids_in[p], p, V, V - 1);
+  }
+  auto ids = std::make_shared<const std::vector<int64_t>>(ids_in);
+  const Tensor table = weight.contiguous_data();
+  Shape out_shape = ids_shape;
+  out_shape.push_back(D);
+  Tensor y = Tensor::empty(out_shape);
+  for (size_t p = 0; p < ids->size(); ++p) {
+    std::copy_n(table.data() + (*ids)[p] * D, D, y.data() + static_cast<int64_t>(p) * D);
+  }
+  return record(
+      "embedding", y, {weight}, [ids, V, D, padding_idx, sparse](const Tensor& dy_in) -> Gradients {
+        const Tensor dy = dy_in.contiguous_data();
+        if (sparse) return {Gradient::rows({V, D}, *ids, dy, padding_idx)};
+        Tensor dweight = zeros({V, D});
+        for (size_t p = 0; p < ids->size(); ++p) {
+          const int64_t id = (*ids)[p];
+          if (id == padding_idx) continue;
+          kernels::accumulate(dweight.data() + id * D, dy.data() + static_cast<int64_t>(p) * D, D);
+        }
+        return {dweight};
+      });
 }
 
 }  // namespace attograd

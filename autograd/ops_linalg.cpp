@@ -71,18 +71,17 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   const Tensor y3 = batched_product(unsqueeze(detach(a), 0), unsqueeze(detach(b), 0));
   Tensor y = y3.as_strided({a.shape()[0], b.shape()[1]},
                            contiguous_strides({a.shape()[0], b.shape()[1]}), 0);
-  return record(
-      "matmul", y, {a, b},
-      [a = detach(a), b = detach(b), need_a = a.requires_grad(),
-       need_b = b.requires_grad()](const Tensor& dy) {
-        Tensor db;
-        if (need_b) {
-          const bool b_transposed = b.strides()[0] == 1 && b.strides()[1] == b.shape()[0];
-          db = b_transposed ? transpose(matmul(transpose(dy, 0, 1), a), 0, 1)
-                            : matmul(transpose(a, 0, 1), dy);
-        }
-        return std::vector<Tensor>{need_a ? matmul(dy, transpose(b, 0, 1)) : Tensor(), db};
-      });
+  return record("matmul", y, {a, b},
+                [a = detach(a), b = detach(b), need_a = requires_grad(a),
+                 need_b = requires_grad(b)](const Tensor& dy) {
+                  Tensor db;
+                  if (need_b) {
+                    const bool b_transposed = b.strides()[0] == 1 && b.strides()[1] == b.shape()[0];
+                    db = b_transposed ? transpose(matmul(transpose(dy, 0, 1), a), 0, 1)
+                                      : matmul(transpose(a, 0, 1), dy);
+                  }
+                  return Gradients{need_a ? matmul(dy, transpose(b, 0, 1)) : Tensor(), db};
+                });
 }
 
 // y = a @ b per batch     a: (B,M,K)  b: (B,K,N)  y: (B,M,N)
@@ -99,10 +98,10 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
         b.shape(), a.shape()[2], b.shape()[1]);
   Tensor y = batched_product(a, b);
   return record("bmm", y, {a, b},
-                [a = detach(a), b = detach(b), need_a = a.requires_grad(),
-                 need_b = b.requires_grad()](const Tensor& dy) {
-                  return std::vector<Tensor>{need_a ? bmm(dy, transpose(b, 1, 2)) : Tensor(),
-                                             need_b ? bmm(transpose(a, 1, 2), dy) : Tensor()};
+                [a = detach(a), b = detach(b), need_a = requires_grad(a),
+                 need_b = requires_grad(b)](const Tensor& dy) {
+                  return Gradients{need_a ? bmm(dy, transpose(b, 1, 2)) : Tensor(),
+                                   need_b ? bmm(transpose(a, 1, 2), dy) : Tensor()};
                 });
 }
 

@@ -78,7 +78,7 @@ Tensor sum_axes(const Tensor& x, const Dims& axes, bool keepdim) {
   const Shape keep_shape = values.shape();
   if (!keepdim) values = with_shape(values, drop_axes(keep_shape, axes));
   return record("sum", values, {x}, [keep_shape, x_shape = x.shape()](const Tensor& dy) {
-    return std::vector<Tensor>{expand(reshape(dy, keep_shape), x_shape)};
+    return Gradients{expand(reshape(dy, keep_shape), x_shape)};
   });
 }
 
@@ -137,7 +137,7 @@ Tensor max(const Tensor& x, int64_t axis_in, bool keepdim) {
             dx.data()[(o * split.n + k) * split.inner + j] = dy.data()[o * split.inner + j];
           }
         }
-        return std::vector<Tensor>{dx};
+        return Gradients{dx};
       });
 }
 

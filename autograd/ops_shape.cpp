@@ -52,7 +52,7 @@ Node::BackwardFn scatter_into_window(const Shape& x_shape, MakeWindow make_windo
   return [x_shape, make_window](const Tensor& dy) {
     Tensor dx = zeros(x_shape);
     make_window(dx).copy_from(dy);
-    return std::vector<Tensor>{dx};
+    return Gradients{dx};
   };
 }
 
@@ -65,7 +65,7 @@ Tensor reshape(const Tensor& x, const Shape& requested) {
   const Tensor values = x.contiguous_data();  // a view when x already is contiguous
   Tensor y = view_of(values, shape, contiguous_strides(shape), values.offset());
   return record("reshape", y, {x}, [x_shape = x.shape()](const Tensor& dy) {
-    return std::vector<Tensor>{reshape(dy, x_shape)};
+    return Gradients{reshape(dy, x_shape)};
   });
 }
 
@@ -82,8 +82,7 @@ Tensor view(const Tensor& x, const Shape& shape) {
 Tensor contiguous(const Tensor& x) {
   detail::check_defined("contiguous", x);
   if (x.is_contiguous()) return x;
-  return record("contiguous", x.clone_data(), {x},
-                [](const Tensor& dy) { return std::vector<Tensor>{dy}; });
+  return record("contiguous", x.clone_data(), {x}, [](const Tensor& dy) { return Gradients{dy}; });
 }
 
 namespace {
@@ -111,9 +110,8 @@ Tensor permute_axes(const Tensor& x, const Dims& order_in) {
     strides[i] = x.strides()[order[i]];
   }
   Tensor y = view_of(x, shape, strides, x.offset());
-  return record("permute", y, {x}, [inverse](const Tensor& dy) {
-    return std::vector<Tensor>{permute_axes(dy, inverse)};
-  });
+  return record("permute", y, {x},
+                [inverse](const Tensor& dy) { return Gradients{permute_axes(dy, inverse)}; });
 }
 
 }  // namespace
@@ -145,7 +143,7 @@ Tensor squeeze(const Tensor& x, int64_t axis_in) {
   strides.erase(strides.begin() + axis);
   Tensor y = view_of(x, shape, strides, x.offset());
   return record("squeeze", y, {x}, [x_shape = x.shape()](const Tensor& dy) {
-    return std::vector<Tensor>{reshape(dy, x_shape)};
+    return Gradients{reshape(dy, x_shape)};
   });
 }
 
@@ -159,7 +157,7 @@ Tensor unsqueeze(const Tensor& x, int64_t axis_in) {
   strides.insert(strides.begin() + axis, 0);
   Tensor y = view_of(x, shape, strides, x.offset());
   return record("unsqueeze", y, {x}, [x_shape = x.shape()](const Tensor& dy) {
-    return std::vector<Tensor>{reshape(dy, x_shape)};
+    return Gradients{reshape(dy, x_shape)};
   });
 }
 
@@ -185,7 +183,7 @@ Tensor expand(const Tensor& x, const Shape& requested) {
           x.shape(), requested, axis - lead, size);
   }
   Tensor y = view_of(x, shape, detail::broadcast_strides(x, shape), x.offset());
-  return record("expand", y, {x}, [](const Tensor& dy) { return std::vector<Tensor>{dy}; });
+  return record("expand", y, {x}, [](const Tensor& dy) { return Gradients{dy}; });
 }
 
 // Tile x: repeats (r0, r1, …) copies along each axis (x is padded with leading
@@ -213,7 +211,7 @@ Tensor repeat(const Tensor& x, const Shape& repeats) {
   // The copy is made from a detached view: the recorded node below is the only history.
   Tensor y = reshape(view_of(detach(x), factored, strides, x.offset()).clone_data(), result);
   return record("repeat", y, {x}, [factored, repeat_axes, x_shape = x.shape()](const Tensor& dy) {
-    return std::vector<Tensor>{reshape(sum(reshape(dy, factored), repeat_axes), x_shape)};
+    return Gradients{reshape(sum(reshape(dy, factored), repeat_axes), x_shape)};
   });
 }
 
@@ -230,10 +228,10 @@ Tensor repeat_interleave(const Tensor& x, int64_t repeats, int64_t axis_in) {
   Shape result = x.shape();
   result[axis] *= repeats;
   Tensor y = reshape(view_of(detach(x), factored, strides, x.offset()).clone_data(), result);
-  return record(
-      "repeat_interleave", y, {x}, [factored, axis, x_shape = x.shape()](const Tensor& dy) {
-        return std::vector<Tensor>{reshape(sum(reshape(dy, factored), {axis + 1}), x_shape)};
-      });
+  return record("repeat_interleave", y, {x},
+                [factored, axis, x_shape = x.shape()](const Tensor& dy) {
+                  return Gradients{reshape(sum(reshape(dy, factored), {axis + 1}), x_shape)};
+                });
 }
 
 // Entries start, start+step, … (< end) along `axis`; negative start/end count
@@ -311,7 +309,7 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t axis_in) {
   std::vector<int64_t> lengths;
   for (const Tensor& t : tensors) lengths.push_back(t.shape()[axis]);
   return record("cat", y, tensors, [axis, starts, lengths](const Tensor& dy) {
-    std::vector<Tensor> grads;
+    Gradients grads;
     for (size_t i = 0; i < starts.size(); ++i)
       grads.push_back(narrow(dy, axis, starts[i], lengths[i]));
     return grads;

@@ -1,8 +1,13 @@
-// autograd/ops_softmax.cpp — softmax and log_softmax along any axis.
+// autograd/ops_softmax.cpp — softmax and log_softmax along any axis, and the
+// masked softmax attention uses.
 //
 // The kernels work on rows (the last axis). For another axis, the op moves it
 // last with a transpose, runs the kernel, and moves it back; the backward does
 // the same dance with the gradient.
+#include <fmt/format.h>
+
+#include <string>
+
 #include "autograd/op_helpers.hpp"
 #include "autograd/ops.hpp"
 
@@ -33,7 +38,7 @@ Tensor softmax_like(const char* name, const Tensor& x, int64_t axis_in, RowKerne
                                                 : dy.contiguous_data();
     Tensor dx_rows = Tensor::empty(dy_rows.shape());
     backward(dx_rows.data(), y_rows.data(), dy_rows.data(), rows, cols);
-    return std::vector<Tensor>{axis == last ? dx_rows : transpose(dx_rows, axis, last)};
+    return Gradients{axis == last ? dx_rows : transpose(dx_rows, axis, last)};
   });
 }
 
@@ -48,6 +53,70 @@ Tensor softmax(const Tensor& x, int64_t axis) {
 Tensor log_softmax(const Tensor& x, int64_t axis) {
   return softmax_like("log_softmax", x, axis, kernels::log_softmax_forward,
                       kernels::log_softmax_backward);
+}
+
+// The valid length of each of the B·Tq rows of a (B,Tq,Tk) score tensor:
+// valid_lens repeated over the queries when there is one per example, taken
+// as is when there is one per query, Tk everywhere when there are none.
+std::vector<int64_t> masked_softmax_row_lengths(const std::string& who, const Shape& scores,
+                                                const std::vector<int64_t>& valid_lens) {
+  const int64_t B = scores[0], Tq = scores[1], Tk = scores[2];
+  const auto count = static_cast<int64_t>(valid_lens.size());
+  if (count == 0) return std::vector<int64_t>(B * Tq, Tk);
+  check(count == B || count == B * Tq,
+        "{}: {} valid lengths [{}] for scores of shape {} (B = {}, Tq = {}); give one per "
+        "example (B = {}), one per query (B·Tq = {}), or none",
+        who, count, fmt::join(valid_lens, ", "), scores, B, Tq, B, B * Tq);
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t n = valid_lens[i];
+    check(1 <= n && n <= Tk,
+          "{}: valid length {} at position {} is outside [1, Tk = {}] for scores of shape {} "
+          "(valid lengths [{}]); a valid length counts the real keys of a row: at least one, "
+          "at most all Tk of them",
+          who, n, i, Tk, scores, fmt::join(valid_lens, ", "));
+  }
+  if (count == B * Tq) return valid_lens;
+  std::vector<int64_t> rows;
+  rows.reserve(B * Tq);
+  for (int64_t b = 0; b < B; ++b) rows.insert(rows.end(), Tq, valid_lens[b]);
+  return rows;
+}
+
+// ---- Masked softmax ---------------------------------------------------------------
+//
+// An op of its own: each row runs the softmax kernel over its valid prefix
+// only, so the padding is never read and gets exactly zero weight and zero
+// gradient — no "−1e6" fill value that a large score could beat.
+
+// y[r, :n_r] = softmax(x[r, :n_r]), y[r, n_r:] = 0         rows r of (B·Tq, Tk)
+// dx[r, :n_r] = y ⊙ (dy − Σ dy ⊙ y), dx[r, n_r:] = 0
+Tensor masked_softmax(const Tensor& scores, const std::vector<int64_t>& valid_lens) {
+  check(scores.defined(), "masked_softmax: the scores are undefined");
+  check(scores.dim() == 3, "masked_softmax: scores of shape {} must be 3-D, (batch, queries, keys)",
+        scores.shape());
+  const int64_t Tk = scores.shape()[2];
+  check(Tk >= 1, "masked_softmax: scores of shape {} have no keys (Tk = 0)", scores.shape());
+  std::vector<int64_t> lengths =
+      masked_softmax_row_lengths("masked_softmax", scores.shape(), valid_lens);
+  const Tensor x = detach(scores).contiguous_data();
+  Tensor y = Tensor::empty(scores.shape());
+  y.fill_(real(0));
+  for (size_t r = 0; r < lengths.size(); ++r) {
+    const int64_t start = static_cast<int64_t>(r) * Tk;
+    kernels::softmax_forward(y.data() + start, x.data() + start, 1, lengths[r]);
+  }
+  return record("masked_softmax", y, {scores},
+                [y = detach(y), lengths = std::move(lengths), Tk](const Tensor& dy) {
+                  const Tensor grad_out = dy.contiguous_data();
+                  Tensor dx = Tensor::empty(y.shape());
+                  dx.fill_(real(0));
+                  for (size_t r = 0; r < lengths.size(); ++r) {
+                    const int64_t start = static_cast<int64_t>(r) * Tk;
+                    kernels::softmax_backward(dx.data() + start, y.data() + start,
+                                              grad_out.data() + start, 1, lengths[r]);
+                  }
+                  return Gradients{dx};
+                });
 }
 
 }  // namespace attograd

@@ -118,7 +118,7 @@ void run(WeightShape shape) {
     hand.y = data.y_train.to_vector();
   }
 
-  std::vector<double> attograd_ms, hand_ms;
+  std::vector<double> attograd_ms, reference_ms, hand_ms;
   double attograd_loss = 0, hand_loss = 0;
   std::vector<real> attograd_w;
   for (int t = 0; t < trainings; ++t) {
@@ -133,16 +133,31 @@ void run(WeightShape shape) {
     attograd_loss = result.losses.back();
     attograd_w = model.w.to_vector();
 
+    {  // the same training on the reference path (autograd/fast/fast.hpp)
+      const fast::ReferencePath reference;
+      {
+        NoGradGuard no_grad;
+        model.w.copy_from(w_start);
+      }
+      zero_grad(model.w);
+      reference_ms.push_back(
+          train(model, data.x_train, data.y_train, TrainOptions().epochs(kEpochs).lr(kLearningRate))
+              .compute_ms);
+    }
+
     const double start = thread_seconds();
     hand_loss = hand.train(kEpochs, real(kLearningRate), w_start.to_vector());
     hand_ms.push_back(1e3 * (thread_seconds() - start));
   }
 
   const double ours = median(attograd_ms) * 1e3, floor = median(hand_ms) * 1e3;
+  const double reference_path = median(reference_ms) * 1e3;
   fmt::print(
       "{:<7} w ({:>2} entries)  attograd {:8.1f} µs/training {:6.2f} µs/epoch   "
       "hand loop {:6.1f} µs/training {:5.2f} µs/epoch   ratio {:5.1f}x\n",
       to_string(shape), weight_count, ours, ours / kEpochs, floor, floor / kEpochs, ours / floor);
+  fmt::print("        reference path {:8.1f} µs/training: the fast path is {:4.2f} x its speed\n",
+             reference_path, reference_path / ours);
   // The loss printed is the last epoch's, taken before its step.
   fmt::print(
       "        check: final loss attograd {:.6f} hand {:.6f}; w[0] attograd {:.6f} hand "

@@ -4,13 +4,16 @@
 //   ./build/bench/bench_seq2seq            (the float library, one core)
 //
 // One training iteration (Trainer::train_iteration: zero_grad, encoder and
-// decoder forward, backward, SGD step, sparse embedding update) of the
+// decoder forward, backward, SGD step) of the
 // tutorial's model at its real sizes — V_in = 3544, V_out = 2231 (the shipped
 // data's vocabularies), H = 256, L = 10 — on one fixed synthetic pair of 8
 // source and 8 target ids (EOS included, the corpus's typical lengths). Twice:
 // teacher forced, and fed greedily (each word's argmax over the output layer
 // chooses the next input, as in half of the real iterations; the untrained
 // model does not stop early, so both run all 8 words).
+//
+// Both are timed on the fast path (as shipped) and on the reference path
+// (fast::ReferencePath, autograd/fast/fast.hpp), and the ratio printed.
 //
 // It is reported against two references measured in the same process:
 //   stream — reading every parameter of the model once (the library's SIMD
@@ -94,6 +97,15 @@ int main() {
   for (int i = 0; i < 5; ++i) greedy_trainer.train_iteration(++greedy_iteration);
   const double greedy_step =
       median_seconds(10, [&] { greedy_trainer.train_iteration(++greedy_iteration); });
+  double reference_step = 0, reference_greedy_step = 0;
+  {
+    const fast::ReferencePath reference;
+    for (int i = 0; i < 5; ++i) trainer.train_iteration(++iteration);
+    reference_step = median_seconds(10, [&] { trainer.train_iteration(++iteration); });
+    for (int i = 0; i < 5; ++i) greedy_trainer.train_iteration(++greedy_iteration);
+    reference_greedy_step =
+        median_seconds(10, [&] { greedy_trainer.train_iteration(++greedy_iteration); });
+  }
 
   fmt::print(
       "seq2seq training iteration (H = {}, V_in = {}, V_out = {}, {} parameters, 8 + 8 words, "
@@ -101,6 +113,10 @@ int main() {
       H, V_in, V_out, model.parameter_count(), kernels::simd_description());
   fmt::print("  one iteration, teacher forced {:8.3f} ms\n", 1e3 * step);
   fmt::print("  one iteration, greedy         {:8.3f} ms\n", 1e3 * greedy_step);
+  fmt::print("  reference path, teacher forced{:8.3f} ms   fast path = {:4.2f} x its speed\n",
+             1e3 * reference_step, reference_step / step);
+  fmt::print("  reference path, greedy        {:8.3f} ms   fast path = {:4.2f} x its speed\n",
+             1e3 * reference_greedy_step, reference_greedy_step / greedy_step);
   fmt::print("  stream all parameters         {:8.3f} ms   teacher forced = {:4.1f} x this\n",
              1e3 * stream, step / stream);
   fmt::print("  scalar matvec over out        {:8.3f} ms   teacher forced = {:4.1f} x this\n",

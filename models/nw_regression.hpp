@@ -1,5 +1,6 @@
 // models/nw_regression.hpp — attention pooling as Nadaraya–Watson kernel
-// regression (d2l §10.2, and the study note in /work/shared/seeds/000_*).
+// regression (d2l §10.2, and the study note «NLP学习记录八：理解注意力机制»,
+// scongx, CSDN blog).
 //
 // Legend: N training pairs (50), Q queries (the 60 test inputs), K keys and
 // values per query (N for the nonparametric estimators; N − 1 in the

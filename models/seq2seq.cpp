@@ -5,6 +5,7 @@
 // H hidden size, V_in / V_out vocabulary sizes.
 #include "models/seq2seq.hpp"
 
+#include "autograd/fast/forward_values.hpp"
 #include "autograd/ops.hpp"
 #include "nn/loss.hpp"
 #include "tensor/error.hpp"
@@ -47,25 +48,6 @@ void check_memory(const AttentionMemory& memory, int64_t L, int64_t H) {
         memory.values.defined() ? memory.values.shape() : Shape{}, L, H);
 }
 
-// gru.step(x, hidden) with the sentence's weights when remember() prepared them.
-nn::GRUOutput gru_step(nn::GRU& gru, const Tensor& x, const Tensor& hidden,
-                       const AttentionMemory& memory) {
-  if (memory.gru_weights.empty()) return gru.step(x, hidden);
-  return gru.step(x, hidden, memory.gru_weights);
-}
-
-// layer.forward(x), with the sentence's prepared weights step_weights[slot]
-// when remember() made them (AttentionMemory::linear_weights).
-Tensor linear_step(nn::Linear& layer, const Tensor& x,
-                   const std::vector<LinearWeights>& step_weights, size_t slot) {
-  if (step_weights.empty()) return layer.forward(x);
-  check(slot < step_weights.size(),
-        "decoder: the memory holds {} prepared Linear layers, not the {} this decoder runs; make "
-        "it with this decoder's remember()",
-        step_weights.size(), slot + 1);
-  return layer.forward(x, step_weights[slot]);
-}
-
 // Puts a module in evaluation mode and restores its mode when it goes out of
 // scope, so translate() can be called in the middle of training.
 class EvalModeGuard {
@@ -84,44 +66,6 @@ class EvalModeGuard {
 };
 
 }  // namespace
-
-// ---------------------------------------------------------------- embedding lookups
-
-// ids -> (shape..., H)
-Tensor EmbeddingLookups::lookup(nn::Embedding& table, const std::vector<int64_t>& ids,
-                                const Shape& shape) {
-  if (!sparse_ || !grad_enabled()) return table.forward(ids, shape);
-  // The values come from the table's own lookup (which checks the ids);
-  // under NoGradGuard it records nothing, and the copy is a leaf.
-  Tensor values;
-  {
-    const NoGradGuard no_grad;
-    values = table.forward(ids, shape);
-  }
-  Tensor rows = requires_grad_(values);
-  recorded_.push_back(SparseRows{table.weight, ids, rows});
-  return rows;
-}
-
-// table[ids[p]] −= lr · grad(rows)[p]
-void EmbeddingLookups::sgd_step(double lr) {
-  const NoGradGuard no_grad;
-  const auto rate = static_cast<real>(lr);
-  for (const SparseRows& entry : recorded_) {
-    const Tensor gradient = grad(entry.rows);
-    if (!gradient.defined()) continue;
-    const Tensor values = gradient.contiguous_data();
-    const int64_t H = entry.weight.shape()[1];
-    Tensor weight = entry.weight;  // a handle: writing through it updates the table
-    real* table = weight.data();
-    for (size_t p = 0; p < entry.ids.size(); ++p) {
-      real* row = table + entry.ids[p] * H;
-      const real* g = values.data() + static_cast<int64_t>(p) * H;
-      for (int64_t k = 0; k < H; ++k) row[k] -= rate * g[k];
-    }
-  }
-  clear();
-}
 
 // ---------------------------------------------------------------- encoder
 
@@ -146,8 +90,8 @@ EncoderOutput EncoderRNN::forward(const std::vector<int64_t>& ids) {
   check(S >= 1 && S <= max_length_,
         "EncoderRNN: a source of {} ids (EOS included); the encoder keeps 1 to {} (MAX_LENGTH)", S,
         max_length_);
-  const Tensor embedded = lookups->lookup(*embedding, ids, Shape{S, 1});  // (S,1,H)
-  const nn::GRUOutput run = gru->forward(embedded);                       // (S,1,H), (1,1,H)
+  const Tensor embedded = embedding->forward(ids, Shape{S, 1});  // (S,1,H)
+  const nn::GRUOutput run = gru->forward(embedded);              // (S,1,H), (1,1,H)
   Tensor outputs = reshape(run.output, {S, hidden_size_});
   if (S < max_length_) outputs = cat({outputs, zeros({max_length_ - S, hidden_size_})}, 0);
   return EncoderOutput{outputs, run.h_n, S};
@@ -159,7 +103,7 @@ EncoderOutput EncoderRNN::forward(const std::vector<int64_t>& ids) {
 Tensor AttentionDecoder::predict(const Tensor& outputs, const Tensor& logits) {
   nn::Linear& out = output_layer();
   if (!logits.defined()) return log_softmax(out.forward(outputs), 1);
-  return log_softmax(linear_recorded(outputs, out.sequence_weights(), logits), 1);
+  return log_softmax(fast::linear_with_values(outputs, out.weight, out.bias, logits), 1);
 }
 
 DecoderStep AttentionDecoder::forward(int64_t input_word, const Tensor& hidden,
@@ -191,12 +135,7 @@ AttnDecoderRNN::AttnDecoderRNN(int64_t hidden_size, int64_t output_size, double 
 }
 
 AttentionMemory AttnDecoderRNN::remember(const EncoderOutput& encoded) {
-  return AttentionMemory{encoded.outputs,
-                         Tensor(),
-                         Tensor(),
-                         encoded.length,
-                         gru->sequence_weights(),
-                         {attn->sequence_weights(), attn_combine->sequence_weights()}};
+  return AttentionMemory{encoded.outputs, Tensor(), Tensor(), encoded.length};
 }
 
 // input_word, hidden (1,1,H), memory.values (L,H) -> (1,H), (1,1,H), (1,L)
@@ -204,16 +143,12 @@ DecoderState AttnDecoderRNN::advance(int64_t input_word, const Tensor& hidden,
                                      const AttentionMemory& memory) {
   const int64_t H = hidden_size_;
   check_memory(memory, max_length_, H);
-  const Tensor h = state_row(hidden, H);  // (1,H)
-  const Tensor embedded =
-      dropout->forward(lookups->lookup(*embedding, {input_word}, Shape{1}));  // (1,H)
-  const std::vector<LinearWeights>& prepared = memory.linear_weights;         // attn, attn_combine
-  const Tensor weights =
-      softmax(linear_step(*attn, cat({embedded, h}, 1), prepared, 0), 1);  // (1,L)
-  const Tensor context = matmul(weights, memory.values);                   // (1,H)
-  const Tensor x =
-      relu(linear_step(*attn_combine, cat({embedded, context}, 1), prepared, 1));  // (1,H)
-  const nn::GRUOutput step = gru_step(*gru, x, hidden, memory);                    // (1,H), (1,1,H)
+  const Tensor h = state_row(hidden, H);                                                 // (1,H)
+  const Tensor embedded = dropout->forward(embedding->forward({input_word}, Shape{1}));  // (1,H)
+  const Tensor weights = softmax(attn->forward(cat({embedded, h}, 1)), 1);               // (1,L)
+  const Tensor context = matmul(weights, memory.values);                                 // (1,H)
+  const Tensor x = relu(attn_combine->forward(cat({embedded, context}, 1)));             // (1,H)
+  const nn::GRUOutput step = gru->step(x, hidden);  // (1,H), (1,1,H)
   return DecoderState{step.output, step.h_n, weights};
 }
 
@@ -244,16 +179,8 @@ Tensor AdditiveAttention::project_keys(const Tensor& keys) { return W_k->forward
 // float and double, so a masked position gets weight 0 and no gradient.
 Tensor AdditiveAttention::forward(const Tensor& query, const Tensor& projected_keys,
                                   const Tensor& padding) {
-  return forward(query, projected_keys, padding, {});
-}
-
-Tensor AdditiveAttention::forward(const Tensor& query, const Tensor& projected_keys,
-                                  const Tensor& padding,
-                                  const std::vector<LinearWeights>& step_weights) {
-  const Tensor features =
-      tanh(linear_step(*W_q, query, step_weights, 0) + projected_keys);  // (L,H)
-  const Tensor scores =
-      reshape(linear_step(*w_v, features, step_weights, 1), {1, projected_keys.shape()[0]});
+  const Tensor features = tanh(W_q->forward(query) + projected_keys);  // (L,H)
+  const Tensor scores = reshape(w_v->forward(features), {1, projected_keys.shape()[0]});
   return softmax(masked_fill(scores, padding, real(-1e9)), 1);  // (1,L)
 }
 
@@ -277,16 +204,11 @@ BahdanauAttnDecoder::BahdanauAttnDecoder(int64_t hidden_size, int64_t output_siz
 // The keys' projection does not depend on the step, so it is made once per
 // sentence; the mask marks the zero rows after the source.
 AttentionMemory BahdanauAttnDecoder::remember(const EncoderOutput& encoded) {
-  check_memory(AttentionMemory{encoded.outputs, {}, {}, encoded.length, {}, {}}, max_length_,
-               hidden_size_);
+  check_memory(AttentionMemory{encoded.outputs, {}, {}, encoded.length}, max_length_, hidden_size_);
   Tensor padding = zeros({1, max_length_});
   for (int64_t j = encoded.length; j < max_length_; ++j) padding.set({0, j}, 1);
-  return AttentionMemory{encoded.outputs,
-                         attention->project_keys(encoded.outputs),
-                         padding,
-                         encoded.length,
-                         gru->sequence_weights(),
-                         {attention->W_q->sequence_weights(), attention->w_v->sequence_weights()}};
+  return AttentionMemory{encoded.outputs, attention->project_keys(encoded.outputs), padding,
+                         encoded.length};
 }
 
 // input_word, hidden (1,1,H), memory (L,H) -> (1,H), (1,1,H), (1,L)
@@ -297,13 +219,11 @@ DecoderState BahdanauAttnDecoder::advance(int64_t input_word, const Tensor& hidd
   check(memory.keys.defined() && memory.padding.defined(),
         "BahdanauAttnDecoder: the memory has no projected keys; make it with this decoder's "
         "remember()");
-  const Tensor h = state_row(hidden, H);  // (1,H)
-  const Tensor embedded =
-      dropout->forward(lookups->lookup(*embedding, {input_word}, Shape{1}));  // (1,H)
-  const Tensor weights =
-      attention->forward(h, memory.keys, memory.padding, memory.linear_weights);  // (1,L)
-  const Tensor context = matmul(weights, memory.values);                          // (1,H)
-  const nn::GRUOutput step = gru_step(*gru, cat({embedded, context}, 1), hidden, memory);
+  const Tensor h = state_row(hidden, H);                                                 // (1,H)
+  const Tensor embedded = dropout->forward(embedding->forward({input_word}, Shape{1}));  // (1,H)
+  const Tensor weights = attention->forward(h, memory.keys, memory.padding);             // (1,L)
+  const Tensor context = matmul(weights, memory.values);                                 // (1,H)
+  const nn::GRUOutput step = gru->step(cat({embedded, context}, 1), hidden);
   return DecoderState{step.output, step.h_n, weights};
 }
 
@@ -325,8 +245,13 @@ Seq2Seq::Seq2Seq(const Seq2SeqOptions& options, Generator& generator)
                                              options.hidden_size(), options.target_vocabulary(),
                                              options.dropout(), options.max_length(), generator));
   }
-  lookups_ = encoder->lookups;
-  decoder->lookups = lookups_;
+}
+
+void Seq2Seq::set_sparse_embeddings(bool on) {
+  encoder->embedding->set_sparse(on);
+  for (const auto& [name, module] : decoder->children()) {
+    if (auto* table = dynamic_cast<nn::Embedding*>(module.get())) table->set_sparse(on);
+  }
 }
 
 // source: S ids, target: T ids (both ending in EOS) -> Σ_t −log p(y_t)
@@ -335,9 +260,9 @@ Seq2Seq::Seq2Seq(const Seq2SeqOptions& options, Generator& generator)
 // the T' steps taken: log_probs = predict([o_0; …; o_T'−1]) (T',V_out), and the
 // loss is Σ_t −log_probs[t, y_t]. Without teacher forcing the next input is
 // the argmax of the step's output layer, computed without recording (a word
-// id carries no gradient); those step logits are then recorded as the output
-// layer's values (linear_recorded), not computed again — the values the
-// tutorial's per-step decoder(…) call gives.
+// id carries no gradient); the fast path then records those step logits as
+// the output layer's values (fast::linear_with_values) rather than computing
+// them again — the values the tutorial's per-step decoder(…) call gives.
 PairLoss Seq2Seq::pair_loss(const std::vector<int64_t>& source, const std::vector<int64_t>& target,
                             bool teacher_forcing) {
   check(!target.empty(), "Seq2Seq: the target is empty; it must at least hold EOS");

@@ -97,52 +97,6 @@ struct Seq2SeqOptions {
   DecoderKind decoder_ = DecoderKind::location;
 };
 
-// ---------------------------------------------------------------- embedding lookups
-
-// The rows one training step read from an embedding table, kept as a leaf of
-// their own (see EmbeddingLookups).
-struct SparseRows {
-  Tensor weight;             // (V,H): the table the rows were read from
-  std::vector<int64_t> ids;  // (n)
-  Tensor rows;               // (n,H): after backward, grad(rows)[p] is the table's gradient
-                             // contribution at row ids[p]
-};
-
-// How the model reads its embedding tables, shared by the encoder and the
-// decoder.
-//
-// Dense (the default): through nn::Embedding, whose gradient is a (V,H)
-// matrix that is zero but for the rows looked up — what gradcheck and any
-// optimizer expect.
-//
-// Sparse (PyTorch's nn.Embedding(sparse=True)): each lookup made while
-// recording returns a fresh leaf holding copies of the rows, and remembers
-// which rows they were. After backward, grad(leaf) row p is exactly the
-// gradient of table row ids[p], so plain SGD can update just those rows
-// (sgd_step). The tables themselves get no gradient, and the optimizer skips
-// them. A training step of the tutorial reads about 15 of the 6,000 rows;
-// the dense gradient would write, add and apply 1.5 million zeros.
-class EmbeddingLookups {
- public:
-  void set_sparse(bool on) { sparse_ = on; }
-  bool sparse() const { return sparse_; }
-
-  // ids: shape.numel() ids -> (shape..., H)
-  Tensor lookup(nn::Embedding& table, const std::vector<int64_t>& ids, const Shape& shape);
-
-  // The sparse lookups since the last clear().
-  const std::vector<SparseRows>& recorded() const { return recorded_; }
-  // Plain SGD on the rows looked up since the last clear(): table[ids[p]] −=
-  // lr · grad(rows)[p], then clear(). Lookups whose rows got no gradient are
-  // skipped.
-  void sgd_step(double lr);
-  void clear() { recorded_.clear(); }
-
- private:
-  bool sparse_ = false;
-  std::vector<SparseRows> recorded_;
-};
-
 // ---------------------------------------------------------------- encoder
 
 struct EncoderOutput {
@@ -165,8 +119,6 @@ class EncoderRNN : public nn::Module {
 
   std::shared_ptr<nn::Embedding> embedding;
   std::shared_ptr<nn::GRU> gru;
-  // How `embedding` is read (Seq2Seq shares one between encoder and decoder).
-  std::shared_ptr<EmbeddingLookups> lookups = std::make_shared<EmbeddingLookups>();
 
  private:
   int64_t hidden_size_;
@@ -182,13 +134,6 @@ struct AttentionMemory {
   Tensor keys;         // (L,H): W_k · values (Bahdanau only; undefined for location)
   Tensor padding;      // (1,L): 1 at the padded positions j ≥ S, else 0 (Bahdanau only)
   int64_t length = 0;  // S
-  // The decoder GRU's weights for this sentence's steps (nn::GRU::sequence_weights):
-  // backward then forms each GRU weight gradient once per sentence, not once per word.
-  std::vector<GruWeights> gru_weights;
-  // The same for the Linear layers every step runs (nn::Linear::sequence_weights):
-  // the location decoder's attn and attn_combine, Bahdanau's W_q and w_v, in
-  // that order. Empty (as both lists may be): each step forms its own.
-  std::vector<LinearWeights> linear_weights;
 };
 
 // A decoder step up to the output layer.
@@ -225,16 +170,14 @@ class AttentionDecoder : public nn::Module {
   virtual nn::Linear& output_layer() = 0;
   // outputs: (T,H) -> log-probabilities (T,V_out): log_softmax(out(outputs)).
   // With `logits`, out(outputs) already computed without recording (greedy
-  // decoding computes each step's to choose the next word), those values are
-  // recorded as out's output instead of being computed a second time.
+  // decoding computes each step's to choose the next word), the fast path
+  // records those values as out's output instead of computing them a second
+  // time (autograd/fast/forward_values.hpp).
   Tensor predict(const Tensor& outputs, const Tensor& logits = Tensor());
 
   // One whole step, the tutorial's decoder(input, hidden, encoder_outputs):
   // advance, then predict -> (1,V_out), (1,1,H), (1,L).
   DecoderStep forward(int64_t input_word, const Tensor& hidden, const AttentionMemory& memory);
-
-  // How the embedding is read (Seq2Seq shares one between encoder and decoder).
-  std::shared_ptr<EmbeddingLookups> lookups = std::make_shared<EmbeddingLookups>();
 
   virtual int64_t output_size() const = 0;  // V_out
   virtual int64_t max_length() const = 0;   // L
@@ -290,10 +233,6 @@ class AdditiveAttention : public nn::Module {
   // query: (1,H), projected_keys: (L,H), padding: (1,L) with 1 where masked
   //   -> weights (1,L), summing to 1 over the unmasked positions
   Tensor forward(const Tensor& query, const Tensor& projected_keys, const Tensor& padding);
-  // The same with W_q's and w_v's weights prepared for the sentence
-  // (nn::Linear::sequence_weights), in that order, or none (empty).
-  Tensor forward(const Tensor& query, const Tensor& projected_keys, const Tensor& padding,
-                 const std::vector<LinearWeights>& step_weights);
 
   std::shared_ptr<nn::Linear> W_q;  // H -> H
   std::shared_ptr<nn::Linear> W_k;  // H -> H
@@ -369,12 +308,9 @@ class Seq2Seq : public nn::Module {
   // `max_steps` words (default L). source ends in EOS, S ≤ L.
   Translation translate(const std::vector<int64_t>& source, int64_t max_steps = 0);
 
-  // Sparse embedding gradients for both tables (see EmbeddingLookups); off by
-  // default. With them on, a training step is: optimizer.zero_grad(),
-  // backward, optimizer.step() for the dense parameters, then
-  // lookups().sgd_step(lr) for the embedding rows.
-  void set_sparse_embeddings(bool on) { lookups_->set_sparse(on); }
-  EmbeddingLookups& lookups() { return *lookups_; }
+  // Name both embedding tables' gradients as the rows read
+  // (nn::EmbeddingOptions::sparse); off by default.
+  void set_sparse_embeddings(bool on);
 
   const Seq2SeqOptions& options() const { return options_; }
 
@@ -386,7 +322,6 @@ class Seq2Seq : public nn::Module {
 
  private:
   Seq2SeqOptions options_;
-  std::shared_ptr<EmbeddingLookups> lookups_ = std::make_shared<EmbeddingLookups>();
 };
 
 }  // namespace attograd::seq2seq

@@ -1,10 +1,8 @@
 // nn/attention.cpp — masked softmax and the two attention layers.
 //
-// masked_softmax is an op of its own: each row runs the softmax kernel over
-// its valid prefix only, so the padding is never read and gets exactly zero
-// weight and zero gradient — no "−1e6" fill value that a large score could
-// beat. The layers are compositions of ops (bmm, Linear, tanh, masked_softmax),
-// so their backward is the chain rule through those.
+// The layers are compositions of ops (bmm, Linear, tanh, and masked_softmax
+// from autograd/ops_softmax.cpp), so their backward is the chain rule through
+// those.
 #include "nn/attention.hpp"
 
 #include <fmt/format.h>
@@ -22,33 +20,6 @@ namespace {
 void check_3d(const std::string& who, const char* what, const Tensor& t, const char* expected) {
   check(t.defined(), "{}: the {} are undefined", who, what);
   check(t.dim() == 3, "{}: {} of shape {} must be 3-D, {}", who, what, t.shape(), expected);
-}
-
-// The valid length of each of the B·Tq rows of a (B,Tq,Tk) score tensor:
-// valid_lens repeated over the queries when there is one per example, taken
-// as is when there is one per query, Tk everywhere when there are none.
-std::vector<int64_t> row_lengths(const std::string& who, const Shape& scores,
-                                 const std::vector<int64_t>& valid_lens) {
-  const int64_t B = scores[0], Tq = scores[1], Tk = scores[2];
-  const auto count = static_cast<int64_t>(valid_lens.size());
-  if (count == 0) return std::vector<int64_t>(B * Tq, Tk);
-  check(count == B || count == B * Tq,
-        "{}: {} valid lengths [{}] for scores of shape {} (B = {}, Tq = {}); give one per "
-        "example (B = {}), one per query (B·Tq = {}), or none",
-        who, count, fmt::join(valid_lens, ", "), scores, B, Tq, B, B * Tq);
-  for (int64_t i = 0; i < count; ++i) {
-    const int64_t n = valid_lens[i];
-    check(1 <= n && n <= Tk,
-          "{}: valid length {} at position {} is outside [1, Tk = {}] for scores of shape {} "
-          "(valid lengths [{}]); a valid length counts the real keys of a row: at least one, "
-          "at most all Tk of them",
-          who, n, i, Tk, scores, fmt::join(valid_lens, ", "));
-  }
-  if (count == B * Tq) return valid_lens;
-  std::vector<int64_t> rows;
-  rows.reserve(B * Tq);
-  for (int64_t b = 0; b < B; ++b) rows.insert(rows.end(), Tq, valid_lens[b]);
-  return rows;
 }
 
 // Checks queries (B,Tq,·), keys (B,Tk,·), values (B,Tk,dv) against each other
@@ -69,40 +40,10 @@ void check_attention_inputs(const std::string& who, const Tensor& queries, const
         keys.shape(), values.shape(), keys.shape()[1], values.shape()[1]);
   check(keys.shape()[1] >= 1, "{}: {} {} hold no keys (Tk = 0); attention needs at least one", who,
         key_name, keys.shape());
-  row_lengths(who, {B, queries.shape()[1], keys.shape()[1]}, valid_lens);
+  masked_softmax_row_lengths(who, {B, queries.shape()[1], keys.shape()[1]}, valid_lens);
 }
 
 }  // namespace
-
-// ---------------------------------------------------------------- masked softmax
-
-// y[r, :n_r] = softmax(x[r, :n_r]), y[r, n_r:] = 0         rows r of (B·Tq, Tk)
-// dx[r, :n_r] = y ⊙ (dy − Σ dy ⊙ y), dx[r, n_r:] = 0
-Tensor masked_softmax(const Tensor& scores, const std::vector<int64_t>& valid_lens) {
-  check_3d("masked_softmax", "scores", scores, "(batch, queries, keys)");
-  const int64_t Tk = scores.shape()[2];
-  check(Tk >= 1, "masked_softmax: scores of shape {} have no keys (Tk = 0)", scores.shape());
-  std::vector<int64_t> lengths = row_lengths("masked_softmax", scores.shape(), valid_lens);
-  const Tensor x = detach(scores).contiguous_data();
-  Tensor y = Tensor::empty(scores.shape());
-  y.fill_(real(0));
-  for (size_t r = 0; r < lengths.size(); ++r) {
-    const int64_t start = static_cast<int64_t>(r) * Tk;
-    kernels::softmax_forward(y.data() + start, x.data() + start, 1, lengths[r]);
-  }
-  return record("masked_softmax", y, {scores},
-                [y = detach(y), lengths = std::move(lengths), Tk](const Tensor& dy) {
-                  const Tensor grad_out = dy.contiguous_data();
-                  Tensor dx = Tensor::empty(y.shape());
-                  dx.fill_(real(0));
-                  for (size_t r = 0; r < lengths.size(); ++r) {
-                    const int64_t start = static_cast<int64_t>(r) * Tk;
-                    kernels::softmax_backward(dx.data() + start, y.data() + start,
-                                              grad_out.data() + start, 1, lengths[r]);
-                  }
-                  return std::vector<Tensor>{dx};
-                });
-}
 
 // ---------------------------------------------------------------- dot product
 

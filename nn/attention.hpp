@@ -41,14 +41,7 @@
 
 namespace attograd::nn {
 
-// scores: (B,Tq,Tk), valid_lens: {} or B or B·Tq lengths in [1, Tk] -> (B,Tq,Tk)
-//
-//   y[b,q,:n] = softmax(scores[b,q,:n]),  y[b,q,n:] = 0      with n the row's valid length
-//   dx[b,q,:n] = y ⊙ (dy − Σ dy ⊙ y),     dx[b,q,n:] = 0
-//
-// One op (one graph node): the masked entries are never read, so they may be
-// anything, even infinite.
-Tensor masked_softmax(const Tensor& scores, const std::vector<int64_t>& valid_lens);
+// masked_softmax(scores, valid_lens) is an op: autograd/ops.hpp.
 
 // ---------------------------------------------------------------- dot product
 

@@ -1,14 +1,11 @@
-// nn/embedding.cpp — the lookup as one op, forward and backward side by side.
-//
-// It is index_select along axis 0 with one difference in the backward: the
-// padding row's gradient is dropped. Masking there (rather than multiplying
-// the output by a mask) keeps the forward exactly PyTorch's, which returns
-// whatever the padding row holds.
+// nn/embedding.cpp — the lookup table module; the lookup itself is the
+// embedding op (autograd/ops_index.cpp).
 #include "nn/embedding.hpp"
 
 #include <algorithm>
 #include <memory>
 
+#include "autograd/ops.hpp"
 #include "nn/init.hpp"
 #include "tensor/error.hpp"
 #include "tensor/factory.hpp"
@@ -38,37 +35,9 @@ Tensor Embedding::forward(const std::vector<int64_t>& ids) {
   return forward(ids, Shape{static_cast<int64_t>(ids.size())});
 }
 
-// y[p, :] = weight[ids[p], :]                 ids: (*) -> y: (*, D)
-// dweight[v, :] = Σ_{p : ids[p] = v} dy[p, :]   for every v ≠ padding_idx; 0 for padding_idx
-Tensor Embedding::forward(const std::vector<int64_t>& ids_in, const Shape& ids_shape) {
-  const int64_t V = options_.num_embeddings, D = options_.embedding_dim;
-  check(static_cast<int64_t>(ids_in.size()) == ids_shape.numel(),
-        "Embedding: {} ids do not fill the ids shape {} ({} ids)", ids_in.size(), ids_shape,
-        ids_shape.numel());
-  for (size_t p = 0; p < ids_in.size(); ++p) {
-    check(0 <= ids_in[p] && ids_in[p] < V,
-          "Embedding: id {} (at position {}) is out of range for a vocabulary of {} entries "
-          "(valid ids: 0..{}); was the vocabulary built from the same data?",
-          ids_in[p], p, V, V - 1);
-  }
-  auto ids = std::make_shared<const std::vector<int64_t>>(ids_in);
-  const Tensor table = weight.contiguous_data();
-  Shape out_shape = ids_shape;
-  out_shape.push_back(D);
-  Tensor y = Tensor::empty(out_shape);
-  for (size_t p = 0; p < ids->size(); ++p) {
-    std::copy_n(table.data() + (*ids)[p] * D, D, y.data() + static_cast<int64_t>(p) * D);
-  }
-  return record("embedding", y, {weight}, [ids, V, D, padding = padding_idx_](const Tensor& dy_in) {
-    const Tensor dy = dy_in.contiguous_data();
-    Tensor dweight = zeros({V, D});
-    for (size_t p = 0; p < ids->size(); ++p) {
-      const int64_t id = (*ids)[p];
-      if (id == padding) continue;
-      kernels::accumulate(dweight.data() + id * D, dy.data() + static_cast<int64_t>(p) * D, D);
-    }
-    return std::vector<Tensor>{dweight};
-  });
+// ids: ids_shape.numel() ids -> (ids_shape..., D): the embedding op (autograd/ops.hpp)
+Tensor Embedding::forward(const std::vector<int64_t>& ids, const Shape& ids_shape) {
+  return embedding(weight, ids, ids_shape, padding_idx_, options_.sparse_gradient);
 }
 
 std::string Embedding::extra_repr() const {

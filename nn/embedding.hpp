@@ -29,9 +29,18 @@ struct EmbeddingOptions {
     return *this;
   }
 
+  // Name the table's gradient as the rows read (PyTorch's sparse=True): the
+  // fast path then keeps just those rows and plain SGD updates just them
+  // (autograd/fast/deferred_gradient.hpp). Default false.
+  EmbeddingOptions& sparse(bool on) {
+    sparse_gradient = on;
+    return *this;
+  }
+
   int64_t num_embeddings;  // vocabulary size V
   int64_t embedding_dim;   // vector size D
   std::optional<int64_t> padding_index;
+  bool sparse_gradient = false;
 };
 
 class Embedding : public Module {
@@ -45,6 +54,8 @@ class Embedding : public Module {
   Tensor forward(const std::vector<int64_t>& ids, const Shape& ids_shape);
 
   const EmbeddingOptions& options() const { return options_; }
+  // Switch EmbeddingOptions::sparse after construction.
+  void set_sparse(bool on) { options_.sparse_gradient = on; }
   // The padding id in [0, V), if one was set.
   std::optional<int64_t> padding_idx() const { return padding_idx_; }
 

@@ -125,45 +125,29 @@ void GRU::check_state(const Tensor& h0, int64_t batch) const {
 }
 
 // steps: T × (B,I); h0: (L,B,H) or undefined -> T × (B,H), finals: L × (B,H)
-std::vector<GruWeights> GRU::sequence_weights() const {
-  std::vector<GruWeights> weights;
-  weights.reserve(layers_.size());
-  for (const LayerWeights& w : layers_) {
-    weights.push_back(gru_weights(w.weight_ih, w.weight_hh, w.bias_ih, w.bias_hh));
-  }
-  return weights;
-}
-
 std::vector<Tensor> GRU::run_layers(std::vector<Tensor> steps, const Tensor& h0, int64_t batch,
-                                    std::vector<Tensor>& finals,
-                                    const std::vector<GruWeights>& weights) {
-  check(weights.size() == layers_.size(),
-        "GRU: {} layers' sequence weights for a GRU of {} layers; take them from this GRU's "
-        "sequence_weights()",
-        weights.size(), layers_.size());
+                                    std::vector<Tensor>& finals) {
   const int64_t L = options_.num_layers(), H = options_.hidden_size();
   const double p = options_.dropout();
   const bool drop = is_training() && p > 0.0;
   for (int64_t k = 0; k < L; ++k) {
-    const GruWeights& w = weights[k];
+    const LayerWeights& w = layers_[k];
     Tensor h = h0.defined() ? select(h0, 0, k) : zeros({batch, H});
     // Each step's input is replaced by this layer's output at that step,
     // which is the next layer's input.
     if (steps.size() == 1) {
-      h = gru_cell(steps.front(), h, w);
+      h = gru_cell(steps.front(), h, w.weight_ih, w.weight_hh, w.bias_ih, w.bias_hh);
       steps.front() = h;
     } else {
       // A whole sequence: every step's input projection as one product,
       // (T·B,I) @ (I,3H), which reads W_ih once rather than once per step
       // (and its backward forms dX and dW_ih as one product each).
-      // Its own linear op forms W_ih's gradient (forward() left W_ih out of
-      // the steps' weights, so that op is the weight's only user).
       const auto T = static_cast<int64_t>(steps.size());
-      const Tensor projected =
-          linear(reshape(stack(steps, 0), {T * batch, -1}),
-                 linear_weights(layers_[k].weight_ih, layers_[k].bias_ih));  // (T·B,3H)
+      const Tensor projected = linear(reshape(stack(steps, 0), {T * batch, -1}), w.weight_ih,
+                                      w.bias_ih);  // (T·B,3H)
       for (int64_t t = 0; t < T; ++t) {
-        h = gru_cell_projected(slice(projected, 0, t * batch, (t + 1) * batch), h, w);
+        h = gru_cell_projected(slice(projected, 0, t * batch, (t + 1) * batch), h, w.weight_hh,
+                               w.bias_hh);
         steps[t] = h;
       }
     }
@@ -198,26 +182,13 @@ GRUOutput GRU::forward(const Tensor& x, const Tensor& h0) {
   std::vector<Tensor> steps;
   steps.reserve(T);
   for (int64_t t = 0; t < T; ++t) steps.push_back(select(x, time_axis, t));  // views
-  // With more than one step the steps get their input projections from one
-  // product per layer (run_layers), so their weights leave W_ih out.
-  std::vector<GruWeights> weights;
-  if (T == 1) {
-    weights = sequence_weights();
-  } else {
-    for (const LayerWeights& w : layers_) {
-      weights.push_back(gru_weights(detach(w.weight_ih), w.weight_hh, w.bias_ih, w.bias_hh));
-    }
-  }
   std::vector<Tensor> finals;
-  const std::vector<Tensor> outputs = run_layers(std::move(steps), h0, batch, finals, weights);
+  const std::vector<Tensor> outputs = run_layers(std::move(steps), h0, batch, finals);
   return {stack_or_view(outputs, time_axis), stack_or_view(finals, 0)};
 }
 
 // x: (B,I), h: (L,B,H) -> output (B,H), h_n (L,B,H)
-GRUOutput GRU::step(const Tensor& x, const Tensor& h) { return step(x, h, sequence_weights()); }
-
-// x: (B,I), h: (L,B,H) -> output (B,H), h_n (L,B,H)
-GRUOutput GRU::step(const Tensor& x, const Tensor& h, const std::vector<GruWeights>& weights) {
+GRUOutput GRU::step(const Tensor& x, const Tensor& h) {
   const int64_t I = options_.input_size();
   check(x.defined(), "GRU::step: the input x is undefined");
   check(x.dim() == 2 && x.shape()[1] == I,
@@ -227,7 +198,7 @@ GRUOutput GRU::step(const Tensor& x, const Tensor& h, const std::vector<GruWeigh
   const int64_t batch = x.shape()[0];
   check_state(h, batch);
   std::vector<Tensor> finals;
-  const std::vector<Tensor> outputs = run_layers({x}, h, batch, finals, weights);
+  const std::vector<Tensor> outputs = run_layers({x}, h, batch, finals);
   return {outputs.front(), stack_or_view(finals, 0)};
 }
 

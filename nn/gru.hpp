@@ -140,14 +140,6 @@ class GRU : public Module {
   // layer h_n is a view of output, so a step copies nothing beyond the cell's work.
   GRUOutput step(const Tensor& x, const Tensor& h = Tensor());
 
-  // Every layer's weights prepared for one sequence of step() calls
-  // (autograd/ops_gru.hpp): pass the same ones to all the steps of a sentence
-  // and backward forms each weight gradient with one matrix product over the
-  // steps instead of one per step. Take them afresh for each sentence.
-  std::vector<GruWeights> sequence_weights() const;
-  // step() with the sequence's weights: x: (B,I), h: (L,B,H) -> (B,H), (L,B,H)
-  GRUOutput step(const Tensor& x, const Tensor& h, const std::vector<GruWeights>& weights);
-
   const GRUOptions& options() const { return options_; }
   Generator& dropout_generator() { return dropout_generator_; }
 
@@ -168,8 +160,7 @@ class GRU : public Module {
   // steps: T tensors (B,I); h0: (L,B,H) or undefined. Returns the top layer's
   // T outputs (B,H) and fills `finals` with each layer's last state (B,H).
   std::vector<Tensor> run_layers(std::vector<Tensor> steps, const Tensor& h0, int64_t batch,
-                                 std::vector<Tensor>& finals,
-                                 const std::vector<GruWeights>& weights);
+                                 std::vector<Tensor>& finals);
   void check_state(const Tensor& h0, int64_t batch) const;
 
   GRUOptions options_;

@@ -1,7 +1,6 @@
-// nn/linear.cpp — y = x Wᵀ + b, built from matmul, transpose and add.
-//
-// The gradients come from those ops: dx = dy W, dW = dyᵀ x, db = Σ_rows dy
-// (the add broadcasts b over the rows, and the engine's sum_to folds it back).
+// nn/linear.cpp — y = x Wᵀ + b: the linear op (autograd/ops_linear.cpp) on
+// the layer's weight and bias, whose backward gives dx = dy W, dW = dyᵀ x and
+// db = Σ_rows dy.
 #include "nn/linear.hpp"
 
 #include <cmath>
@@ -36,25 +35,12 @@ Tensor Linear::forward(const Tensor& x) {
   check(x.dim() >= 1 && x.shape()[x.dim() - 1] == options_.in_features,
         "Linear: input of shape {} must end in in_features = {} (expected (*, {}))", x.shape(),
         options_.in_features, options_.in_features);
-  // One op, y = x Wᵀ + b (autograd/ops_linear.hpp), whose weight gradient
-  // dyᵀx is formed by its own node — or never formed, when plain SGD in
-  // backward takes it as factors and adds it straight into W.
-  if (x.dim() == 2) return linear(x, sequence_weights());  // (N, out)
-  // Any other rank: fold the leading axes into rows, (*, in) -> (N, in), and
-  // unfold the result.
+  // One op, y = x Wᵀ + b (autograd/ops_linear.hpp), on rows: any leading
+  // axes are folded into the rows, (*, in) -> (N, in), and unfolded after.
+  if (x.dim() == 2) return linear(x, weight, bias);  // (N, out)
   Shape out_shape = x.shape();
   out_shape.back() = options_.out_features;
-  return reshape(linear(reshape(x, {-1, options_.in_features}), sequence_weights()), out_shape);
-}
-
-LinearWeights Linear::sequence_weights() const { return linear_weights(weight, bias); }
-
-// x: (B,in) -> (B,out)
-Tensor Linear::forward(const Tensor& x, const LinearWeights& weights) {
-  check(weights.weight.defined() && weights.weight.same(weight),
-        "Linear: the sequence weights passed to forward belong to another layer; take them "
-        "from this layer's sequence_weights()");
-  return linear(x, weights);
+  return reshape(linear(reshape(x, {-1, options_.in_features}), weight, bias), out_shape);
 }
 
 std::string Linear::extra_repr() const {

@@ -10,7 +10,6 @@
 
 #include <cstdint>
 
-#include "autograd/ops_linear.hpp"
 #include "nn/layer.hpp"
 #include "tensor/random.hpp"
 
@@ -37,14 +36,6 @@ class Linear : public Layer {
 
   // x: (*, in) -> (*, out); any number of leading axes, including none.
   Tensor forward(const Tensor& x) override;
-
-  // The weight and bias prepared for one sequence of steps
-  // (autograd/ops_linear.hpp): pass the same ones to every step of a
-  // sentence, and backward forms the weight's gradient once for all of them
-  // instead of once per step. Take them afresh for each sentence.
-  LinearWeights sequence_weights() const;
-  // forward() with the sequence's weights: x: (B,in) -> (B,out)
-  Tensor forward(const Tensor& x, const LinearWeights& weights);
 
   const LinearOptions& options() const { return options_; }
 

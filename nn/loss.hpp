@@ -17,11 +17,13 @@
 #include <cstdint>
 #include <vector>
 
+#include "autograd/ops.hpp"
 #include "tensor/tensor.hpp"
 
 namespace attograd::nn {
 
-enum class Reduction { none, mean, sum };
+// none, mean or sum (autograd/ops.hpp, where the loss ops live).
+using attograd::Reduction;
 
 // input, target: the same shape (*) -> () for mean/sum, (*) for none.
 // Shapes must match exactly (no broadcasting, which would silently average

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "autograd/engine.hpp"
+#include "autograd/fast/deferred_gradient.hpp"
 #include "tensor/error.hpp"
 #include "tensor/factory.hpp"
 #include "tensor/kernels.hpp"
@@ -72,63 +73,35 @@ Optimizer::Optimizer(std::string type_name, std::vector<ParameterGroup> groups, 
         type_name_);
 }
 
-// The hooks hold `this`; they must not outlive it.
-Optimizer::~Optimizer() {
-  if (steps_in_backward_) step_in_backward(false);
-}
+Optimizer::~Optimizer() = default;
 
 void Optimizer::step() {
   ++step_count_;
   for (ParameterState& state : states_) update_from_gradient(state);
 }
 
-// Each hook updates its own parameter (states_ never changes size after the
-// constructor, so the index stays valid) and frees the gradient: the next
-// backward starts from zero, and its memory returns to the cache still warm.
-void Optimizer::step_in_backward(bool on) {
-  for (size_t i = 0; i < states_.size(); ++i) {
-    std::function<void(const Tensor&)> hook;
-    std::function<void(const GradientFactors&)> factors_hook;
-    if (on) {
-      hook = [this, i](const Tensor& parameter) {
-        update_from_gradient(states_[i]);
-        attograd::zero_grad(parameter);
-      };
-    }
-    if (on && takes_gradient_factors()) {
-      factors_hook = [this, i](const GradientFactors& gradient) {
-        ParameterState& state = states_[i];
-        check(state.parameter.shape() == Shape{gradient.out, gradient.in},
-              "{}: parameter '{}' of shape {} was handed gradient factors of a ({}, {}) weight",
-              type_name_, state.name, state.parameter.shape(), gradient.out, gradient.in);
-        ++state.steps;
-        update_from_factors(state, gradient, group_lrs_[state.group]);
-      };
-    }
-    set_post_accumulate_grad_hook(states_[i].parameter, std::move(hook));
-    set_gradient_factors_hook(states_[i].parameter, std::move(factors_hook));
-  }
-  steps_in_backward_ = on;
-}
-
-void Optimizer::update_from_factors(ParameterState& state, const GradientFactors&, double) {
-  fail("{}: parameter '{}': this rule cannot update from gradient factors", type_name_, state.name);
-}
-
 void Optimizer::update_from_gradient(ParameterState& state) {
   NoGradGuard no_grad;
-  const Tensor gradient = grad(state.parameter);
-  if (!gradient.defined()) return;
-  check(gradient.shape() == state.parameter.shape(),
+  const double lr = group_lrs_[state.group];
+  // The fast path (autograd/fast/deferred_gradient.hpp): a rule that is linear
+  // in the gradient adds a deferred part straight into the parameter, without
+  // forming it; any dense part goes through update() as usual.
+  std::shared_ptr<fast::DeferredGradient> deferred;
+  if (applies_deferred_gradients()) deferred = fast::take_deferred_gradient(state.parameter);
+  const Tensor gradient = grad(state.parameter);  // the whole gradient, unless taken above
+  if (!gradient.defined() && !deferred) return;
+  const Shape& shape = gradient.defined() ? gradient.shape() : deferred->shape();
+  check(shape == state.parameter.shape(),
         "{}.step: parameter '{}' has shape {} but its gradient has shape {}", type_name_,
-        state.name, state.parameter.shape(), gradient.shape());
+        state.name, state.parameter.shape(), shape);
   if (state.buffers.empty()) {
     for (size_t i = 0; i < buffer_names_.size(); ++i) {
       state.buffers.push_back(zeros(state.parameter.shape()));
     }
   }
   ++state.steps;
-  update(state, gradient.contiguous_data(), group_lrs_[state.group]);
+  if (gradient.defined()) update(state, gradient.contiguous_data(), lr);
+  if (deferred) deferred->apply_scaled(state.parameter.data(), -real(lr));
 }
 
 void Optimizer::zero_grad() {
@@ -330,15 +303,10 @@ void SGD::update(ParameterState& state, const Tensor& gradient, double lr) {
   }
 }
 
-bool SGD::takes_gradient_factors() const {
+// Plain SGD, p −= lr·g, is linear in g: p −= lr·(g_dense + g_deferred) is
+// applied as two updates, the deferred one without forming it.
+bool SGD::applies_deferred_gradients() const {
   return options_.momentum() == 0 && options_.weight_decay() == 0;
-}
-
-// p −= lr·dyᵀx in one rounding per entry, which is what update() does with
-// G = dyᵀx summed by the same kernel: the same bits, without G.
-void SGD::update_from_factors(ParameterState& state, const GradientFactors& gradient, double lr) {
-  kernels::add_scaled_product_tn(state.parameter.data(), -real(lr), gradient.dy, gradient.x,
-                                 gradient.out, gradient.rows, gradient.in);
 }
 
 // ---- Adam ----------------------------------------------------------------------

@@ -71,20 +71,6 @@ class Optimizer {
   virtual void step();
   // Forget every parameter's gradient, so the next backward starts from zero.
   void zero_grad();
-  // Make each parameter's update inside backward() instead, as soon as its
-  // gradient is complete — while the gradient is still in cache — and free
-  // the gradient then (set_post_accumulate_grad_hook). A rule that is linear
-  // in the gradient (plain SGD) also takes a weight's gradient as the factors
-  // dyᵀx when an op offers them (set_gradient_factors_hook), and adds them
-  // into the weight without ever writing the gradient. The updates are the
-  // ones step() would make, bit for bit; step() must still follow backward(),
-  // to count the step (and to update any parameter whose gradient was set
-  // some other way). Not for anything that needs every gradient before the
-  // first update, such as clipping by the global norm. step_in_backward(false)
-  // turns it off; destroying the optimizer does too.
-  void step_in_backward(bool on = true);
-  bool steps_in_backward() const { return steps_in_backward_; }
-
   // "SGD" or "Adam": checkpoints record it so state is never loaded into the
   // wrong kind of optimizer.
   const std::string& type_name() const { return type_name_; }
@@ -135,14 +121,11 @@ class Optimizer {
   // step() does for each parameter and a backward hook for one.
   void update_from_gradient(ParameterState& state);
 
-  // Whether this rule can update a weight from its gradient's factors,
-  // G = dyᵀx, without G (update_from_factors); false unless overridden.
-  virtual bool takes_gradient_factors() const { return false; }
-  // The update update() would make from G, made from its factors instead.
-  // state.steps already counts this update. Called only if
-  // takes_gradient_factors().
-  virtual void update_from_factors(ParameterState& state, const GradientFactors& gradient,
-                                   double lr);
+  // Whether p −= lr·G is this rule's whole update, so that a gradient part
+  // backward() left deferred (autograd/fast/deferred_gradient.hpp) can be
+  // added into p without being formed; false unless overridden. Otherwise
+  // step() reads grad(), which forms it.
+  virtual bool applies_deferred_gradients() const { return false; }
 
  private:
   // buffer_names_, then "step" when each parameter's count is saved.
@@ -154,7 +137,6 @@ class Optimizer {
   bool saves_parameter_steps_;
   std::vector<ParameterState> states_;
   int64_t step_count_ = 0;
-  bool steps_in_backward_ = false;
 };
 
 // ---- SGD -------------------------------------------------------------------
@@ -199,10 +181,8 @@ class SGD : public Optimizer {
   const SGDOptions& options() const { return options_; }
 
  protected:
-  // Plain SGD (μ = 0, wd = 0): p −= lr·dyᵀx, added straight into p.
-  bool takes_gradient_factors() const override;
-  void update_from_factors(ParameterState& state, const GradientFactors& gradient,
-                           double lr) override;
+  // Plain SGD (μ = 0, wd = 0): a deferred gradient goes straight into p.
+  bool applies_deferred_gradients() const override;
 
  private:
   void update(ParameterState& state, const Tensor& gradient, double lr) override;

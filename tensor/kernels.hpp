@@ -101,9 +101,13 @@ void bmm_forward(real* c, const real* a, Layout a_layout, int64_t a_step, const 
                  Layout b_layout, int64_t b_step, int64_t batches, int64_t M, int64_t K, int64_t N);
 // c: (M,N); a: (K,M), read as aᵀ; b: (K,N).  c += α · aᵀ @ b: each entry of the
 // product summed exactly as matmul_forward(aᵀ, b) sums it, then added into c in
-// one rounding. The SGD step W −= lr · dyᵀx of a weight whose gradient is a
-// product, made without ever writing the gradient (α = −lr).
+// one rounding: c += α·(aᵀb) without ever writing aᵀb itself.
 void add_scaled_product_tn(real* c, real alpha, const real* a, const real* b, int64_t M, int64_t K,
                            int64_t N);
+// out: (B,N); x: (B,K); weight: (N,K), stored as a Linear layer keeps it (read
+// transposed, no copy); bias: (N) or null for none.  out = x @ weightᵀ + bias
+// (tensor/kernels_affine.cpp: matmul_forward, then the bias row added to each row)
+void affine_forward(real* out, const real* x, const real* weight, const real* bias, int64_t B,
+                    int64_t K, int64_t N);
 
 }  // namespace attograd::kernels

@@ -502,7 +502,7 @@ struct LeftOperand {
 //   continue_sum  c = t, the sum started from c's value (the later blocks of a
 //                 k loop cut into blocks; the sum is the same as one unblocked)
 //   add_scaled    c = c + α·t, in one rounding: a product added into what c
-//                 already holds, the SGD update W −= lr·dyᵀx with α = −lr.
+//                 already holds, e.g. W −= lr·dyᵀx with α = −lr.
 struct Into {
   enum class Mode { overwrite, continue_sum, add_scaled };
   Mode mode = Mode::overwrite;

@@ -80,7 +80,7 @@ std::string to_string(const Tensor& t) {
     printer.print(0, t.offset(), static_cast<int>(printer.out.size()));
   }
   printer.out += fmt::format(", shape={}", t.shape());
-  if (t.requires_grad()) printer.out += ", requires_grad=true";
+  if (t.impl().attachment) printer.out += t.impl().attachment->describe();
   return printer.out + ")";
 }
 

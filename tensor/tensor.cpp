@@ -9,7 +9,7 @@
 #include <new>
 #include <vector>
 
-#include "tensor/pool.hpp"
+#include "tensor/fast/pool.hpp"
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>
@@ -94,7 +94,7 @@ class StorageCache {
 
   // A block of the class's bytes, from the free list when it has one.
   void* take(const SizeClass& size) {
-    {
+    if (pool::pooling()) {
       std::lock_guard lock(mutex_);
       std::vector<void*>& list = free_lists_[size.index];
       if (!list.empty()) {
@@ -117,7 +117,7 @@ class StorageCache {
 
   // Keep the block for reuse, or free it if the cache is full.
   void give(void* block, const SizeClass& size) {
-    {
+    if (pool::pooling()) {
       std::lock_guard lock(mutex_);
       if (cached_bytes_ + size.bytes <= kCacheLimitBytes) {
         try {
@@ -262,9 +262,9 @@ std::vector<real> Tensor::to_vector() const {
 Tensor Tensor::contiguous_data() const {
   if (!is_contiguous()) return clone_data();
   const TensorImpl& self = impl();
-  // A plain tensor (no gradient, no history) is already what is asked for.
-  if (!self.requires_grad && !self.grad_fn) return *this;
-  // Otherwise share the data, but not the autograd identity.
+  // A plain tensor (nothing attached) is already what is asked for.
+  if (!self.attachment) return *this;
+  // Otherwise share the data, but not what is attached to it.
   auto view = make_pooled<TensorImpl>();
   view->storage = self.storage;
   view->offset = self.offset;

@@ -6,21 +6,21 @@
 // (storage, offset, shape, strides), so reshape, transpose, slice and expand
 // can be made without copying (see autograd/ops_shape.cpp).
 //
-// Autograd (autograd/) hangs three things on a TensorImpl: whether it needs a
-// gradient, the gradient once backward() has run, and the graph Node that
-// produced it. tensor/ only stores them; it never looks inside a Node.
+// A TensorImpl has one slot, `attachment`, where a higher layer keeps state
+// of its own for that tensor (autograd keeps whether it needs a gradient, the
+// gradient, and the graph link there). tensor/ never looks inside it: it only
+// keeps it alive with the tensor and asks it for a few words when printing.
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "tensor/shape.hpp"
 
 namespace attograd {
 
-struct Node;  // autograd/node.hpp
 class Tensor;
 
 // A block of `size` reals aligned to 64 bytes (one cache line, one AVX-512
@@ -59,25 +59,20 @@ class Storage {
   int64_t size_ = 0;
 };
 
-struct GradientFactors;  // autograd/engine.hpp
+// State a higher layer attaches to one tensor (see TensorImpl::attachment).
+struct TensorAttachment {
+  virtual ~TensorAttachment() = default;
+  // Words print() adds after the shape, e.g. ", requires_grad=true".
+  virtual std::string describe() const { return {}; }
+};
 
 struct TensorImpl {
   std::shared_ptr<Storage> storage;
   int64_t offset = 0;  // in elements, from storage->data()
   Shape shape;
   Strides strides;
-
-  // Autograd's part (see autograd/engine.hpp).
-  bool requires_grad = false;
-  bool retains_grad = false;  // keep .grad on a non-leaf after backward
-  std::shared_ptr<TensorImpl> grad;
-  std::shared_ptr<Node> grad_fn;  // null for leaves and constants
-  // A leaf's hook, run by backward() once the leaf's gradient is complete
-  // (set_post_accumulate_grad_hook in autograd/engine.hpp); usually null.
-  std::shared_ptr<const std::function<void(const Tensor&)>> post_accumulate_grad_hook;
-  // A leaf's taker of gradients handed over as factors
-  // (set_gradient_factors_hook in autograd/engine.hpp); usually null.
-  std::shared_ptr<const std::function<void(const GradientFactors&)>> gradient_factors_hook;
+  // Null for a plain tensor. A new view or copy starts without one.
+  std::shared_ptr<TensorAttachment> attachment;
 };
 
 class Tensor {
@@ -112,7 +107,7 @@ class Tensor {
   std::vector<real> to_vector() const;
 
   // A contiguous tensor with the same values: this one if already contiguous
-  // (the same handle when it has no autograd state, else a view of the same
+  // (the same handle when it has no attachment, else a view of the same
   // storage without it), otherwise a copy. No gradient flows (see autograd's
   // contiguous()).
   Tensor contiguous_data() const;
@@ -125,11 +120,6 @@ class Tensor {
   void fill_(real value);
   // Copy src's values into this view, element by element; shapes must match.
   void copy_from(const Tensor& src);
-
-  // Autograd state (meaningful once autograd/ is linked, which it always is).
-  bool requires_grad() const { return impl().requires_grad; }
-  bool is_leaf() const { return impl().grad_fn == nullptr; }
-  const std::shared_ptr<Node>& grad_fn() const { return impl().grad_fn; }
 
   // The state behind the handle; throws if the tensor is undefined.
   TensorImpl& impl() const {

@@ -47,10 +47,6 @@ Trainer::Trainer(Seq2Seq& model, std::vector<EncodedPair> pairs, const TrainingO
   // the same rate; one SGD over both is the same update.
   optimizer_ =
       std::make_unique<nn::SGD>(model_.named_parameters(), nn::SGDOptions(options.learning_rate()));
-  // Each weight is updated as soon as backward has its gradient, while the
-  // gradient is still in cache: the same update as after backward (nothing
-  // is clipped), without a second pass over 6 MB of gradients per iteration.
-  optimizer_->step_in_backward();
 }
 
 double Trainer::train_iteration(int64_t iteration) {
@@ -60,13 +56,9 @@ double Trainer::train_iteration(int64_t iteration) {
   model_.decoder->dropout_generator().seed(random.next_u64());
 
   optimizer_->zero_grad();
-  model_.lookups().clear();
   const PairLoss loss = model_.pair_loss(pair.source, pair.target, teacher_forcing);
   backward(loss.total);
-  // The dense weights were updated inside backward (step_in_backward); this
-  // counts the step. The embeddings have no dense gradient in sparse mode.
   optimizer_->step();
-  if (model_.lookups().sparse()) model_.lookups().sgd_step(options_.learning_rate());
   return static_cast<double>(loss.total.item()) / static_cast<double>(loss.target_length);
 }
 

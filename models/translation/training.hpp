@@ -67,7 +67,8 @@ class TrainingOptions {
     plot_every_ = value;
     return *this;
   }
-  // Sparse embedding updates (EmbeddingLookups); the same numbers, faster.
+  // Embedding gradients named as the rows read (nn::EmbeddingOptions::sparse),
+  // which the fast path keeps sparse: the same training, faster.
   TrainingOptions& sparse_embeddings(bool value) {
     sparse_embeddings_ = value;
     return *this;

@@ -1,4 +1,4 @@
-#include "tensor/pool.hpp"
+#include "tensor/fast/pool.hpp"
 
 #include <new>
 
@@ -33,6 +33,8 @@ struct FreeLists {
 // A plain bool needs no destructor, so it outlives the lists.
 thread_local bool lists_closed = false;
 thread_local FreeLists lists;
+// The switch (pool::set_pooling): off, every block goes to and from the system.
+thread_local bool pooling_on = true;
 
 FreeLists::~FreeLists() {
   lists_closed = true;
@@ -58,7 +60,7 @@ void* allocate(size_t bytes) {
   // Always the class's full size, even when the lists are not used: the block
   // may be freed on another thread whose lists take it, and then serve any
   // request of its class.
-  if (!kPooling || lists_closed) return ::operator new((c + 1) * kGranule);
+  if (!kPooling || !pooling_on || lists_closed) return ::operator new((c + 1) * kGranule);
   if (FreeBlock* block = lists.head[c]) {
     lists.head[c] = block->next;
     --lists.count[c];
@@ -69,7 +71,8 @@ void* allocate(size_t bytes) {
 
 void deallocate(void* block, size_t bytes) noexcept {
   const size_t c = class_of(bytes);
-  if (!kPooling || c == kClassCount || lists_closed || lists.count[c] >= kMostBlocksPerClass) {
+  if (!kPooling || !pooling_on || c == kClassCount || lists_closed ||
+      lists.count[c] >= kMostBlocksPerClass) {
     ::operator delete(block);
     return;
   }
@@ -80,6 +83,9 @@ void deallocate(void* block, size_t bytes) noexcept {
 }
 
 bool enabled() { return kPooling; }
+
+bool pooling() { return pooling_on; }
+void set_pooling(bool on) { pooling_on = on; }
 
 size_t cached_blocks() {
   if (lists_closed) return 0;

@@ -1,4 +1,4 @@
-// tensor/pool.hpp — recycling the small objects every op makes.
+// tensor/fast/pool.hpp — recycling the small objects every op makes.
 //
 // An op makes a handful of small heap objects — the output's TensorImpl and
 // Storage, a graph Node — and backward() frees them all again a few
@@ -28,6 +28,12 @@ size_t cached_blocks();
 // False in AddressSanitizer builds, where every block goes to the system so
 // that a use after free is still caught.
 bool enabled();
+// The switch of this thread (on by default): off, allocate and deallocate go
+// straight to the system, and so do the blocks of new and freed Storages
+// (the storage cache, tensor/tensor.cpp). Blocks move safely between the two
+// modes. The reference path of the layers above turns it off.
+bool pooling();
+void set_pooling(bool on);
 
 // The allocator std::allocate_shared uses to place an object and its
 // reference counts in one pooled block.

@@ -58,7 +58,7 @@ TEST_CASE("gradients flow only to inputs that require them", "[autograd][engine]
   backward(sum(w * x));
   require_values(grad(w), {5, 7});
   CHECK_FALSE(grad(x).defined());
-  CHECK_FALSE(x.requires_grad());
+  CHECK_FALSE(requires_grad(x));
 }
 
 TEST_CASE("broadcasting is undone on the way back", "[autograd][engine]") {
@@ -118,7 +118,7 @@ TEST_CASE("a 100,000-step chain runs backward and is destroyed without recursion
     Tensor x = requires_grad_(scalar(3));
     { Tensor y = chain(x); }
     CHECK_FALSE(grad(x).defined());
-    CHECK(x.is_leaf());
+    CHECK(is_leaf(x));
   }
   SECTION("backward with retain_graph, then destroy") {
     Tensor x = requires_grad_(scalar(3));
@@ -147,8 +147,8 @@ TEST_CASE("nothing is recorded under NoGradGuard", "[autograd][engine]") {
     NoGradGuard no_grad;
     CHECK_FALSE(grad_enabled());
     Tensor y = exp(x * x);
-    CHECK_FALSE(y.requires_grad());
-    CHECK(y.grad_fn() == nullptr);
+    CHECK_FALSE(requires_grad(y));
+    CHECK(grad_fn(y) == nullptr);
     {
       NoGradGuard nested;
       CHECK_FALSE(grad_enabled());
@@ -159,17 +159,17 @@ TEST_CASE("nothing is recorded under NoGradGuard", "[autograd][engine]") {
   }
   CHECK(grad_enabled());
   Tensor z = x * x;
-  CHECK(z.requires_grad());
-  CHECK(z.grad_fn() != nullptr);
-  CHECK(std::string(z.grad_fn()->name) == "mul");
+  CHECK(requires_grad(z));
+  CHECK(grad_fn(z) != nullptr);
+  CHECK(std::string(grad_fn(z)->name) == "mul");
 }
 
 TEST_CASE("detach shares storage and stops gradients", "[autograd][engine]") {
   Tensor x = requires_grad_(tensor({2, 3}));
   Tensor d = detach(x);
   CHECK(d.data() == x.data());
-  CHECK_FALSE(d.requires_grad());
-  CHECK(d.is_leaf());
+  CHECK_FALSE(requires_grad(d));
+  CHECK(is_leaf(d));
   // y = detach(x) · x: only the second factor carries a gradient, dy/dx = x.
   backward(sum(d * x));
   require_values(grad(x), {2, 3});
@@ -257,136 +257,4 @@ TEST_CASE("max sends the gradient to the first maximum", "[autograd][engine]") {
   require_values(grad(x), {0, 1, 0, 1, 0, 0});
   CHECK(argmax(x, 1) == std::vector<int64_t>{1, 0});
   CHECK(argmax(x, 0) == std::vector<int64_t>{1, 0, 1});
-}
-
-TEST_CASE("a post-accumulate-grad hook sees the leaf's whole gradient once per backward",
-          "[autograd][engine]") {
-  const Tensor x = requires_grad_(from_vector({1, 2}));
-  const Tensor w = requires_grad_(from_vector({3, -1}));
-  std::vector<std::vector<real>> seen;
-  set_post_accumulate_grad_hook(x, [&](const Tensor& leaf) {
-    CHECK(leaf.same(x));
-    seen.push_back(grad(leaf).to_vector());
-  });
-  // x reaches the loss by two paths; the hook runs once, after both: 2x + w.
-  backward(sum(x * x + x * w));
-  REQUIRE(seen.size() == 1);
-  CHECK(seen[0] == std::vector<real>{5, 3});
-  // A second backward accumulates (no zero_grad) and the hook sees the sum.
-  backward(sum(x * w));
-  REQUIRE(seen.size() == 2);
-  CHECK(seen[1] == std::vector<real>{8, 2});
-  // A backward that does not reach x leaves the hook alone.
-  backward(sum(w * w));
-  CHECK(seen.size() == 2);
-  // Removed, it runs no more.
-  set_post_accumulate_grad_hook(x, {});
-  backward(sum(x));
-  CHECK(seen.size() == 2);
-}
-
-TEST_CASE("post-accumulate-grad hooks go on leaves that require grad", "[autograd][engine]") {
-  const Tensor x = requires_grad_(from_vector({1, 2}));
-  const Tensor y = x * 2;
-  auto nothing = [](const Tensor&) {};
-  CHECK_THROWS_WITH(set_post_accumulate_grad_hook(y, nothing),
-                    Catch::Matchers::Contains("only a leaf that requires grad"));
-  CHECK_THROWS_WITH(set_post_accumulate_grad_hook(from_vector({1}), nothing),
-                    Catch::Matchers::Contains("only a leaf that requires grad"));
-}
-
-namespace {
-
-// What a factors hook saw: G = dyᵀ x, formed from the factors it was handed.
-struct FactorsSeen {
-  int calls = 0;
-  std::vector<real> gradient;
-  void take(const GradientFactors& f) {
-    ++calls;
-    gradient.assign(static_cast<size_t>(f.out * f.in), real(0));
-    for (int64_t r = 0; r < f.rows; ++r) {
-      for (int64_t o = 0; o < f.out; ++o) {
-        for (int64_t i = 0; i < f.in; ++i) {
-          gradient[o * f.in + i] += f.dy[r * f.out + o] * f.x[r * f.in + i];
-        }
-      }
-    }
-  }
-};
-
-// L = Σ (x Wᵀ + b)² · c over a batch of 3 rows, with x (3,7) and W (5,7): a
-// linear op whose weight gradient is one product. also_use_w adds Σ W, a
-// second use of W.
-Tensor linear_loss(const Tensor& W, const Tensor& b, bool also_use_w) {
-  const Tensor x = from_vector({0.5,   -1.0, 2.0, 0.25, -0.75, 1.5,  -2.0, 1.0,  0.0, -0.5, 0.75,
-                                -1.25, 2.5,  0.1, -0.3, 0.6,   -0.9, 1.2,  -1.5, 1.8, -2.1},
-                               {3, 7});
-  Tensor loss = sum(pow(linear(x, linear_weights(W, b)), 2));
-  if (also_use_w) loss = loss + sum(W);
-  return loss;
-}
-
-}  // namespace
-
-TEST_CASE("A factors hook takes a weight's gradient as dy and x when they are all of it",
-          "[autograd][engine]") {
-  Generator generator(3);
-  const Tensor W = requires_grad_(randn({5, 7}, generator));
-  const Tensor bias_leaf = requires_grad_(randn({5}, generator));
-  // The reference: no hook, the gradient formed as a tensor.
-  backward(linear_loss(W, bias_leaf, false));
-  const std::vector<real> expected = grad(W).to_vector();
-  const std::vector<real> expected_bias = grad(bias_leaf).to_vector();
-  zero_grad(W);
-  zero_grad(bias_leaf);
-
-  FactorsSeen seen;
-  set_gradient_factors_hook(W, [&](const GradientFactors& f) {
-    CHECK(f.rows == 3);
-    CHECK(f.out == 5);
-    CHECK(f.in == 7);
-    seen.take(f);
-  });
-  backward(linear_loss(W, bias_leaf, false));
-  REQUIRE(seen.calls == 1);
-  CHECK_FALSE(grad(W).defined());  // handed over, never formed
-  REQUIRE(seen.gradient.size() == expected.size());
-  for (size_t i = 0; i < expected.size(); ++i) {
-    CHECK(seen.gradient[i] == Approx(expected[i]).epsilon(1e-5));
-  }
-  CHECK(grad(bias_leaf).to_vector() == expected_bias);  // the bias took the ordinary path
-
-  SECTION("not while another use of the weight is still to run") {
-    backward(linear_loss(W, bias_leaf, true));
-    CHECK(seen.calls == 1);
-    REQUIRE(grad(W).defined());
-    const std::vector<real> got = grad(W).to_vector();
-    for (size_t i = 0; i < expected.size(); ++i) {
-      CHECK(got[i] == Approx(expected[i] + 1).epsilon(1e-5));
-    }
-  }
-  SECTION("not when the weight keeps a gradient from an earlier backward") {
-    backward(linear_loss(W, bias_leaf, true));  // leaves grad(W) = G + 1
-    backward(linear_loss(W, bias_leaf, false));
-    CHECK(seen.calls == 1);
-    const std::vector<real> got = grad(W).to_vector();
-    for (size_t i = 0; i < expected.size(); ++i) {
-      CHECK(got[i] == Approx(2 * expected[i] + 1).epsilon(1e-5));
-    }
-  }
-  SECTION("and no more once removed") {
-    set_gradient_factors_hook(W, {});
-    backward(linear_loss(W, bias_leaf, false));
-    CHECK(seen.calls == 1);
-    CHECK(grad(W).to_vector() == expected);
-  }
-}
-
-TEST_CASE("gradient-factors hooks go on leaves that require grad", "[autograd][engine]") {
-  const Tensor x = requires_grad_(from_vector({1, 2}));
-  auto nothing = [](const GradientFactors&) {};
-  CHECK_THROWS_WITH(set_gradient_factors_hook(x * 2, nothing),
-                    Catch::Matchers::Contains("only a leaf that requires grad"));
-  CHECK_THROWS_WITH(set_gradient_factors_hook(from_vector({1}), nothing),
-                    Catch::Matchers::Contains("only a leaf that requires grad"));
 }

@@ -2,19 +2,23 @@
 // differences, in double precision.
 //
 // One table drives one loop: a row names the op (its first word must be the
-// function's name in autograd/ops.hpp), gives the function of the inputs, one
+// function's name, declared in a header under autograd/), gives the function of the inputs, one
 // or more sets of inputs (the shapes: sizes 1, 7, 8, 9 for the SIMD tails,
 // broadcasting, views), and a note on where the inputs were put and why
 // (kinks, domains, the finite-difference step). Adding an op = adding a row;
-// the "covers every op" test reads ops.hpp and fails when a row is missing.
+// the "covers every op" test reads every header under autograd/ and fails
+// when a row is missing. Every row runs on the fast path and on the
+// reference path (autograd/fast/fast.hpp).
 //
 // gradcheck (autograd/gradcheck.hpp) uses ε = 1e-6, and passes an element
 // when |analytic − numeric| ≤ 1e-6 + 1e-5·|numeric|. Inputs are kept at least
 // 0.05 away from every kink, so no ±ε step crosses one.
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <filesystem>
 #include <fstream>
 #include <numeric>
+#include <optional>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -409,52 +413,98 @@ std::vector<GradcheckRow> gradcheck_table() {
        {{any_values({2, 3}), any_values({2, 4}), any_values({12, 3}), any_values({12, 4})}},
        "smooth"});
 
-  rows.push_back({"gru_cell: three steps sharing sequence weights (autograd/ops_gru.hpp)",
-                  [](const Inputs& x) {
-                    const GruWeights weights = gru_weights(x[3], x[4], x[5], x[6]);
-                    Tensor h = x[2];
-                    for (int t = 0; t < 3; ++t) h = gru_cell(select(x[0], 0, t) * x[1], h, weights);
-                    return h;
-                  },
-                  {{any_values({3, 2, 3}), any_values({3}), any_values({2, 4}), any_values({12, 3}),
-                    any_values({12, 4}), any_values({12}), any_values({12})}},
-                  "smooth; W_ih and W_hh's gradients formed by the weights' node"});
   rows.push_back(
-      {"gru_cell_projected: the input's projection given",
+      {"gru_cell_projected: the input's projection given, two steps sharing W_hh",
        [](const Inputs& x) {
-         const GruWeights weights = gru_weights(zeros({12, 3}), x[2], Tensor(), x[3]);
          Tensor h = x[1];
-         for (int t = 0; t < 2; ++t) h = gru_cell_projected(select(x[0], 0, t), h, weights);
+         for (int t = 0; t < 2; ++t) h = gru_cell_projected(select(x[0], 0, t), h, x[2], x[3]);
          return h;
        },
-       {{any_values({2, 2, 12}), any_values({2, 4}), any_values({12, 4}), any_values({12})}},
-       "smooth; two steps, the gi rows of one product"});
+       {{any_values({2, 2, 12}), any_values({2, 4}), any_values({12, 4}), any_values({12})},
+        {any_values({2, 1, 27}), any_values({1, 9}), any_values({27, 9}), any_values({27})}},
+       "smooth; W_hh's gradient is the sum of two products"});
+  rows.push_back({"gru_cell_projected: without a bias",
+                  [](const Inputs& x) { return gru_cell_projected(x[0], x[1], x[2], Tensor()); },
+                  {{any_values({3, 15}), any_values({3, 5}), any_values({15, 5})}},
+                  "smooth"});
 
-  // ---- Linear with sequence weights (autograd/ops_linear.hpp) -------------------------
-  rows.push_back({"linear: x Wᵀ + b, W's gradient formed by the weights' own node",
-                  [](const Inputs& x) { return linear(x[0], linear_weights(x[1], x[2])); },
+  // ---- Linear (autograd/ops_linear.hpp) ------------------------------------------------
+  rows.push_back({"linear: x Wᵀ + b",
+                  [](const Inputs& x) { return linear(x[0], x[1], x[2]); },
                   {{any_values({3, 7}), any_values({5, 7}), any_values({5})},
-                   {any_values({1, 9}), any_values({17, 9}), any_values({17})}},
+                   {any_values({1, 9}), any_values({17, 9}), any_values({17})},
+                   {any_values({8, 1}), any_values({1, 1}), any_values({1})}},
                   "affine"});
-  rows.push_back({"linear: two steps sharing the weights, no bias",
-                  [](const Inputs& x) {
-                    const LinearWeights weights = linear_weights(x[2], Tensor());
-                    return linear(x[0], weights) * linear(x[1], weights);
-                  },
-                  {{any_values({2, 4}), any_values({2, 4}), any_values({3, 4})}},
-                  "bilinear in the weight"});
-  rows.push_back({"linear_recorded: the values computed beforehand, the gradients of linear",
+  rows.push_back(
+      {"linear: three steps sharing the weight, no bias",
+       [](const Inputs& x) {
+         const Tensor first = linear(x[0], x[2], Tensor());
+         return first * linear(x[1], x[2], Tensor()) + linear(first, x[3], Tensor());
+       },
+       {{any_values({2, 4}), any_values({2, 4}), any_values({3, 4}), any_values({3, 3})}},
+       "bilinear in the weight; W's gradient is the sum of two products"});
+  rows.push_back({"linear_with_values: the values computed beforehand, the gradients of linear",
                   [](const Inputs& x) {
                     Tensor values;
                     {
                       const NoGradGuard no_grad;
-                      values = linear(x[0], linear_weights(x[1], x[2]));
+                      values = linear(x[0], x[1], x[2]);
                     }
-                    return linear_recorded(x[0], linear_weights(x[1], x[2]), values);
+                    return fast::linear_with_values(x[0], x[1], x[2], values);
                   },
                   {{any_values({3, 7}), any_values({5, 7}), any_values({5})},
                    {any_values({1, 9}), any_values({17, 9}), any_values({17})}},
                   "affine"});
+
+  // ---- Lookup, masked softmax, losses ----------------------------------------------------
+  rows.push_back(
+      {"embedding: ids repeated, a padding row",
+       [](const Inputs& x) {
+         // The padding row (id 1) gets no gradient by definition, so
+         // the loss must not depend on it: its positions are masked.
+         const Tensor not_padding = reshape(from_vector({1, 0, 1, 1, 1, 0, 0, 1}), {2, 4, 1});
+         return embedding(x[0], {3, 1, 3, 0, 6, 1, 1, 2}, Shape{2, 4}, 1, false) *
+                (x[1] * not_padding);
+       },
+       {{any_values({7, 9}), any_values({2, 4, 9})}, {any_values({7, 1}), any_values({2, 4, 1})}},
+       "linear in the table; the padding positions are masked out of the loss"});
+  rows.push_back(
+      {"embedding: sparse, the gradient named as the rows read",
+       [](const Inputs& x) {
+         return embedding(x[0], {5, 0, 5, 2, 8}, Shape{5}, std::nullopt, true) * x[1];
+       },
+       {{any_values({9, 8}), any_values({5, 8})}, {any_values({9, 16}), any_values({5, 16})}},
+       "linear in the table"});
+  rows.push_back({"masked_softmax: one valid length per example",
+                  [](const Inputs& x) {
+                    return masked_softmax(x[0], {2, 7}) * x[1];
+                  },
+                  {{any_values({2, 3, 7}), any_values({2, 3, 7})},
+                   {any_values({2, 1, 9}), any_values({2, 1, 9})}},
+                  "smooth; masked entries get 0"});
+  rows.push_back(
+      {"masked_softmax: one valid length per query, and none",
+       [](const Inputs& x) {
+         return masked_softmax(x[0], {1, 8, 9, 3}) * x[1] + masked_softmax(x[0], {}) * x[1];
+       },
+       {{any_values({2, 2, 9}), any_values({2, 2, 9})}},
+       "smooth"});
+  for (const Reduction reduction : {Reduction::none, Reduction::sum, Reduction::mean}) {
+    rows.push_back(
+        {fmt::format("squared_errors: reduction {}", static_cast<int>(reduction)),
+         [reduction](const Inputs& x) { return squared_errors(x[0], x[1], reduction) * x[2]; },
+         {{any_values({3, 7}), any_values({3, 7}),
+           reduction == Reduction::none ? any_values({3, 7}) : any_values({})},
+          {any_values({9}), any_values({9}),
+           reduction == Reduction::none ? any_values({9}) : any_values({})}},
+         "quadratic"});
+  }
+  rows.push_back({"negative_log_likelihood: an ignored target",
+                  [](const Inputs& x) {
+                    return negative_log_likelihood(x[0], {2, -100, 0, 6}, -100) * x[1];
+                  },
+                  {{any_values({4, 7}), any_values({4})}, {any_values({4, 9}), any_values({4})}},
+                  "linear in the log-probabilities"});
   return rows;
 }
 
@@ -478,20 +528,25 @@ Tensor square_with_scaled_gradient(const Tensor& x, int64_t bad, real factor) {
   return record("square_with_scaled_gradient", y, {x}, [values, bad, factor](const Tensor& dy) {
     Tensor dx = (dy * (real(2) * values)).clone_data();  // dx = dy ⊙ 2x
     dx.data()[bad] *= factor;
-    return std::vector<Tensor>{dx};
+    return Gradients{dx};
   });
 }
 
 }  // namespace
 
+// Each row runs twice: on the fast path (the default, autograd/fast/fast.hpp)
+// and on the reference path, so both forms of every gradient are checked.
 TEST_CASE("every op passes gradcheck on the table's shapes", "[autograd][gradcheck][f64]") {
   int64_t cases = 0, elements = 0;
   for (const GradcheckRow& row : gradcheck_table()) {
-    for (size_t c = 0; c < row.cases.size(); ++c) {
-      INFO(row.name << " | case " << c << ": inputs " << shapes_of(row.cases[c]) << " | "
-                    << row.note);
+    for (size_t c = 0; c < row.cases.size() * 2; ++c) {
+      const Inputs& inputs = row.cases[c / 2];
+      std::optional<fast::ReferencePath> reference;
+      if (c % 2 == 1) reference.emplace();
+      INFO(row.name << " | case " << c / 2 << (reference ? " (reference path)" : " (fast path)")
+                    << ": inputs " << shapes_of(inputs) << " | " << row.note);
       GradcheckResult result;
-      CHECK_NOTHROW(result = gradcheck(row.function, row.cases[c]));
+      CHECK_NOTHROW(result = gradcheck(row.function, inputs));
       INFO(result.report);
       CHECK(result.passed);
       ++cases;
@@ -503,28 +558,50 @@ TEST_CASE("every op passes gradcheck on the table's shapes", "[autograd][gradche
   CHECK(elements > 5000);
 }
 
-TEST_CASE("the gradcheck table covers every op in autograd/ops*.hpp", "[autograd][gradcheck]") {
+// Every header under autograd/ (fast/ included) is read: an op declared
+// anywhere there needs a row, wherever it was added.
+TEST_CASE("the gradcheck table covers every op declared under autograd/", "[autograd][gradcheck]") {
   std::stringstream text;
-  for (const char* name : {"ops.hpp", "ops_gru.hpp", "ops_linear.hpp"}) {
-    std::ifstream header(std::string(ATTOGRAD_SOURCE_DIR) + "/autograd/" + name);
+  int headers = 0;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(
+           std::filesystem::path(ATTOGRAD_SOURCE_DIR) / "autograd")) {
+    // engine.hpp declares the engine (record, grad, detach, sum_to …) and
+    // gradcheck.hpp the checker: functions on tensors, not ops.
+    const std::string file = entry.path().filename().string();
+    if (entry.path().extension() != ".hpp" || file == "engine.hpp" || file == "gradcheck.hpp") {
+      continue;
+    }
+    std::ifstream header(entry.path());
     REQUIRE(header.good());
     text << header.rdbuf() << '\n';
+    ++headers;
   }
+  REQUIRE(headers > 5);
   // Declarations look like "Tensor name(..." at the start of a line; operators
   // are named "operator+" and are checked through the rows of add, sub, …
+  // Functions in a `namespace detail` block are the ops' own plumbing.
   const std::regex declaration(R"(^Tensor ([a-z_0-9]+)\()");
   std::set<std::string> declared;
   std::string line;
+  bool in_detail = false;
   while (std::getline(text, line)) {
+    if (line.rfind("namespace detail {", 0) == 0 ||
+        line.rfind("namespace attograd::detail {", 0) == 0) {
+      in_detail = true;
+    }
+    if (line.rfind("}  // namespace detail", 0) == 0 ||
+        line.rfind("}  // namespace attograd::detail", 0) == 0) {
+      in_detail = false;
+    }
     std::smatch match;
-    if (std::regex_search(line, match, declaration)) declared.insert(match[1]);
+    if (!in_detail && std::regex_search(line, match, declaration)) declared.insert(match[1]);
   }
   REQUIRE(declared.size() > 40);  // the parse found the header's ops
 
   std::set<std::string> covered;
   for (const GradcheckRow& row : gradcheck_table()) covered.insert(op_of(row.name));
   for (const std::string& op : declared) {
-    INFO("autograd/ops*.hpp declares "
+    INFO("a header under autograd/ declares "
          << op << " but tests/autograd/test_gradcheck.cpp has no row for it");
     CHECK(covered.count(op) == 1);
   }

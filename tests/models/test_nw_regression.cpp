@@ -289,7 +289,7 @@ TEST_CASE("NWKernelRegression has one parameter w, drawn uniform in 0 ≤ w < 1 
   CHECK(named[0].first == "w");
   CHECK(scalar.w.shape() == Shape{1});
   CHECK(vector.w.shape() == Shape{49});
-  CHECK(vector.w.requires_grad());
+  CHECK(requires_grad(vector.w));
   for (double w : values_of(vector.w)) {
     CHECK(w >= 0);
     CHECK(w < 1);
@@ -315,7 +315,7 @@ TEST_CASE("with w = 1 the model is the seed's nonparametric attention pooling", 
   for (size_t i = 0; i < actual.size(); ++i) CHECK(actual[i] == Approx(expected[i]).margin(1e-5));
   REQUIRE(model.attention_weights().shape() == Shape{60, 50});
   require_rows_are_distributions(model.attention_weights());
-  CHECK_FALSE(model.attention_weights().requires_grad());
+  CHECK_FALSE(requires_grad(model.attention_weights()));
 }
 
 TEST_CASE("a larger w gives sharper attention", "[nw_regression]") {

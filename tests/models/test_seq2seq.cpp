@@ -15,10 +15,12 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
 
+#include "autograd/fast/fast.hpp"
 #include "autograd/gradcheck.hpp"
 #include "autograd/ops.hpp"
 #include "autograd/ops_gru.hpp"
@@ -376,24 +378,25 @@ TEST_CASE("pair_loss gradients equal the step-by-step loss's gradients", "[seq2s
     for (const bool teacher_forcing : {true, false}) {
       INFO("teacher forcing " << teacher_forcing);
       // The specification: the tutorial's loop, the decoder's whole forward()
-      // once per word, each GRU step forming its own weight gradients (no
-      // sequence weights in the memory).
+      // once per word, on the reference path (every gradient a dense tensor,
+      // each step forming its own weight gradients).
       model.zero_grad();
-      const EncoderOutput encoded = model.encoder->forward(source);
-      AttentionMemory memory = model.decoder->remember(encoded);
-      memory.gru_weights.clear();
-      memory.linear_weights.clear();
-      Tensor hidden = encoded.hidden;
-      int64_t input = kSos;
       Tensor expected = zeros({});
-      for (const int64_t word : target) {
-        const DecoderStep step = model.decoder->forward(input, hidden, memory);
-        expected = expected - select(select(step.log_probs, 0, 0), 0, word);
-        hidden = step.hidden;
-        input = teacher_forcing ? word : argmax(step.log_probs, 1)[0];
-        if (!teacher_forcing && input == kEos) break;
+      {
+        const fast::ReferencePath reference;
+        const EncoderOutput encoded = model.encoder->forward(source);
+        const AttentionMemory memory = model.decoder->remember(encoded);
+        Tensor hidden = encoded.hidden;
+        int64_t input = kSos;
+        for (const int64_t word : target) {
+          const DecoderStep step = model.decoder->forward(input, hidden, memory);
+          expected = expected - select(select(step.log_probs, 0, 0), 0, word);
+          hidden = step.hidden;
+          input = teacher_forcing ? word : argmax(step.log_probs, 1)[0];
+          if (!teacher_forcing && input == kEos) break;
+        }
+        backward(expected);
       }
-      backward(expected);
       const auto step_by_step = parameter_gradients(model);
 
       model.zero_grad();
@@ -407,7 +410,8 @@ TEST_CASE("pair_loss gradients equal the step-by-step loss's gradients", "[seq2s
   }
 }
 
-TEST_CASE("GRU steps sharing sequence weights give the per-step gradients", "[seq2seq][gru]") {
+TEST_CASE("GRU weight gradients kept as factors over the steps equal the per-step ones",
+          "[seq2seq][gru]") {
   // Three steps of one cell with batch 2, every input requiring grad.
   Generator generator(11);
   const int64_t B = 2, I = 5, H = 3, T = 3;
@@ -422,40 +426,39 @@ TEST_CASE("GRU steps sharing sequence weights give the per-step gradients", "[se
   const std::vector<Tensor> inputs = {weight_ih, weight_hh, bias_ih, bias_hh,
                                       h0,        xs[0],     xs[1],   xs[2]};
 
-  auto gradients = [&](bool shared) {
+  auto gradients = [&](bool reference_path) {
+    std::optional<fast::ReferencePath> reference;
+    if (reference_path) reference.emplace();
     for (const Tensor& t : inputs) zero_grad(t);
-    const GruWeights weights = gru_weights(weight_ih, weight_hh, bias_ih, bias_hh);
-    CHECK(weights.token.defined());
     Tensor h = h0, total = zeros({});
     for (const Tensor& x : xs) {
-      h = shared ? gru_cell(x, h, weights) : gru_cell(x, h, weight_ih, weight_hh, bias_ih, bias_hh);
+      h = gru_cell(x, h, weight_ih, weight_hh, bias_ih, bias_hh);
       total = total + sum(h * readout);
     }
     backward(total);
+    // On the fast path the weights' gradients wait as T·B rows of factors.
+    const auto* deferred = autograd_meta(weight_hh)->deferred_grad.get();
+    CHECK((deferred != nullptr) == !reference_path);
+    if (deferred != nullptr) CHECK(deferred->product_rows() == T * B);
     std::vector<std::vector<real>> result;
     for (const Tensor& t : inputs) result.push_back(grad(t).to_vector());
     return std::make_pair(static_cast<double>(total.item()), result);
   };
-  const auto [plain_value, plain] = gradients(false);
-  const auto [shared_value, shared] = gradients(true);
-  CHECK(shared_value == plain_value);  // the forward pass is the same arithmetic
+  const auto [reference_value, reference] = gradients(true);
+  const auto [fast_value, fast_path] = gradients(false);
+  CHECK(fast_value == reference_value);  // the forward pass is the same arithmetic
   for (size_t i = 0; i < inputs.size(); ++i) {
     INFO("input " << i);
-    REQUIRE(shared[i].size() == plain[i].size());
-    for (size_t j = 0; j < plain[i].size(); ++j) {
-      CHECK(shared[i][j] == Approx(plain[i][j]).epsilon(1e-5).margin(1e-6));
+    REQUIRE(fast_path[i].size() == reference[i].size());
+    for (size_t j = 0; j < reference[i].size(); ++j) {
+      // The weights' sums run in another order (one product over T·B rows
+      // rather than T products added up): equal to float rounding.
+      CHECK(fast_path[i][j] == Approx(reference[i][j]).epsilon(1e-5).margin(1e-6));
     }
   }
-
-  // Without recording there is no token, and the step is the plain one.
-  const NoGradGuard no_grad;
-  const GruWeights weights = gru_weights(weight_ih, weight_hh, bias_ih, bias_hh);
-  CHECK_FALSE(weights.token.defined());
-  CHECK(gru_cell(xs[0], h0, weights).to_vector() ==
-        gru_cell(xs[0], h0, weight_ih, weight_hh, bias_ih, bias_hh).to_vector());
 }
 
-TEST_CASE("sparse embedding updates give the same step as dense ones", "[seq2seq]") {
+TEST_CASE("sparse embedding gradients give the same SGD step as dense ones", "[seq2seq]") {
   Generator first_generator(9), second_generator(9);
   Seq2Seq dense(small_options(DecoderKind::location).dropout(0), first_generator);
   Seq2Seq sparse(small_options(DecoderKind::location).dropout(0), second_generator);
@@ -469,11 +472,13 @@ TEST_CASE("sparse embedding updates give the same step as dense ones", "[seq2seq
     dense_sgd.step();
     sparse_sgd.zero_grad();
     backward(sparse.pair_loss(source, target, true).total);
-    CHECK_FALSE(grad(sparse.encoder->embedding->weight).defined());  // no dense gradient
-    CHECK(sparse.lookups().recorded().size() == 5);  // the source, then one per target word
-    sparse_sgd.step();
-    sparse.lookups().sgd_step(0.5);
-    CHECK(sparse.lookups().recorded().empty());
+    // The tables' gradients wait as the rows read: 4 source words, 4 decoder inputs.
+    const AutogradMeta& encoder_table = *autograd_meta(sparse.encoder->embedding->weight);
+    CHECK(encoder_table.grad == nullptr);  // no dense gradient
+    REQUIRE(encoder_table.deferred_grad != nullptr);
+    CHECK(encoder_table.deferred_grad->table_rows() == 4);
+    sparse_sgd.step();  // plain SGD updates just those rows
+    CHECK(encoder_table.deferred_grad == nullptr);
   }
   CHECK(same_parameters(dense, sparse, 1e-5));
   // The rows never looked up did not move.

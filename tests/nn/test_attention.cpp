@@ -89,15 +89,15 @@ TEST_CASE("masked_softmax: softmax over each row's valid prefix, zeros after", "
   };
 
   SECTION("one valid length per example, shared by its queries") {
-    check_values(nn::masked_softmax(scores, {2, 3}), expected({2, 2, 3, 3}));
+    check_values(masked_softmax(scores, {2, 3}), expected({2, 2, 3, 3}));
   }
   SECTION("one valid length per query") {
-    const Tensor y = nn::masked_softmax(scores, {1, 3, 2, 4});
+    const Tensor y = masked_softmax(scores, {1, 3, 2, 4});
     check_values(y, expected({1, 3, 2, 4}));
     CHECK(y.at({0, 0, 0}) == real(1));  // a single valid key takes all the weight
   }
   SECTION("no valid lengths: every key counts") {
-    check_values(nn::masked_softmax(scores, {}), expected({4, 4, 4, 4}));
+    check_values(masked_softmax(scores, {}), expected({4, 4, 4, 4}));
   }
 }
 
@@ -107,7 +107,7 @@ TEST_CASE("masked_softmax: masked entries are never read, even when infinite or 
   const real nan = std::numeric_limits<real>::quiet_NaN();
   const Tensor scores = from_vector({1, 2, inf, nan, 0, 0, 0, -inf}, {2, 1, 4});
   const double e = std::exp(1.0);
-  check_values(nn::masked_softmax(scores, {2, 3}),
+  check_values(masked_softmax(scores, {2, 3}),
                {1 / (1 + e), e / (1 + e), 0, 0, 1.0 / 3, 1.0 / 3, 1.0 / 3, 0});
 }
 
@@ -115,7 +115,7 @@ TEST_CASE("masked_softmax: masked positions get a gradient of exactly 0", "[atte
   Generator generator(2);
   const Tensor scores = requires_grad_(randn({2, 3, 5}, generator));
   const Tensor weights = randn({2, 3, 5}, generator);
-  backward(sum(nn::masked_softmax(scores, {2, 4}) * weights));
+  backward(sum(masked_softmax(scores, {2, 4}) * weights));
   const Tensor g = grad(scores);
   for (int64_t b = 0; b < 2; ++b) {
     for (int64_t q = 0; q < 3; ++q) {
@@ -129,18 +129,18 @@ TEST_CASE("masked_softmax: gradcheck with per-example and per-query lengths", "[
   Generator generator(1);
   require_gradcheck(
       [](const std::vector<Tensor>& in) {
-        return nn::masked_softmax(in[0], {3, 1});
+        return masked_softmax(in[0], {3, 1});
       },
       {randn({2, 3, 4}, generator)});
   require_gradcheck(
       [](const std::vector<Tensor>& in) {
-        return nn::masked_softmax(in[0], {1, 2, 3, 4, 4, 2});
+        return masked_softmax(in[0], {1, 2, 3, 4, 4, 2});
       },
       {randn({2, 3, 4}, generator)});
   // A non-contiguous input (a transposed view).
   require_gradcheck(
       [](const std::vector<Tensor>& in) {
-        return nn::masked_softmax(transpose(in[0], 1, 2), {2, 3});
+        return masked_softmax(transpose(in[0], 1, 2), {2, 3});
       },
       {randn({2, 9, 3}, generator)});
 }
@@ -148,14 +148,14 @@ TEST_CASE("masked_softmax: gradcheck with per-example and per-query lengths", "[
 TEST_CASE("masked_softmax: bad valid lengths are errors naming the values and the shape",
           "[attention]") {
   const Tensor scores = zeros({2, 3, 4});
-  CHECK_THROWS_WITH(nn::masked_softmax(scores, {2, 0}),
+  CHECK_THROWS_WITH(masked_softmax(scores, {2, 0}),
                     Contains("valid length 0 at position 1") && Contains("(2,3,4)"));
-  CHECK_THROWS_WITH(nn::masked_softmax(scores, {-1, 2}), Contains("valid length -1"));
-  CHECK_THROWS_WITH(nn::masked_softmax(scores, {2, 5}),
+  CHECK_THROWS_WITH(masked_softmax(scores, {-1, 2}), Contains("valid length -1"));
+  CHECK_THROWS_WITH(masked_softmax(scores, {2, 5}),
                     Contains("valid length 5") && Contains("Tk = 4"));
-  CHECK_THROWS_WITH(nn::masked_softmax(scores, {1, 2, 3}),
+  CHECK_THROWS_WITH(masked_softmax(scores, {1, 2, 3}),
                     Contains("3 valid lengths [1, 2, 3]") && Contains("B·Tq = 6"));
-  CHECK_THROWS_WITH(nn::masked_softmax(zeros({3, 4}), {1, 2, 3}),
+  CHECK_THROWS_WITH(masked_softmax(zeros({3, 4}), {1, 2, 3}),
                     Contains("masked_softmax") && Contains("(3,4)"));
 }
 

@@ -236,11 +236,11 @@ TEST_CASE("gru_cell is one graph node and rejects mismatched shapes", "[gru]") {
   const Tensor weight_hh = random_leaf({12, 4}, generator);
   const Tensor bias = random_leaf({12}, generator);
   const Tensor h_new = gru_cell(x, h, weight_ih, weight_hh, bias, bias);
-  REQUIRE(h_new.grad_fn() != nullptr);
-  CHECK(std::string(h_new.grad_fn()->name) == "gru_cell");
-  CHECK(h_new.grad_fn()->inputs.size() == 6);
-  CHECK(h_new.grad_fn()->inputs[0].same(x));  // straight to the leaves: no nodes in between
-  CHECK(h_new.grad_fn()->inputs[3].same(weight_hh));
+  REQUIRE(grad_fn(h_new) != nullptr);
+  CHECK(std::string(grad_fn(h_new)->name) == "gru_cell");
+  CHECK(grad_fn(h_new)->inputs.size() == 6);
+  CHECK(grad_fn(h_new)->inputs[0].same(x));  // straight to the leaves: no nodes in between
+  CHECK(grad_fn(h_new)->inputs[3].same(weight_hh));
 
   CHECK_THROWS_WITH(gru_cell(x, h, random_leaf({12, 4}, generator), weight_hh, bias, bias),
                     Contains("weight_ih has shape (12,4)") && Contains("(12,3)"));
@@ -306,7 +306,7 @@ TEST_CASE("GRU: PyTorch's parameter names, shapes and initial range", "[gru][nn]
     INFO(expected[i].first);
     CHECK(named[i].first == expected[i].first);
     CHECK(named[i].second.shape() == expected[i].second);
-    CHECK(named[i].second.requires_grad());
+    CHECK(requires_grad(named[i].second));
     const std::vector<real> values = named[i].second.to_vector();
     const auto [low, high] = std::minmax_element(values.begin(), values.end());
     CHECK(*low >= -bound);

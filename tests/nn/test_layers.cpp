@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <memory>
+#include <optional>
 
 #include "attograd.hpp"
 
@@ -113,8 +114,8 @@ TEST_CASE("Linear initialises weight and bias uniformly in ±1/sqrt(in)", "[nn][
   }
   // U[−a, a] has variance a²/3; 4096 samples pin it to a few percent.
   CHECK(variance_of(fc.weight.to_vector()) == Approx(bound * bound / 3).epsilon(0.08));
-  CHECK(fc.weight.requires_grad());
-  CHECK(fc.bias.requires_grad());
+  CHECK(requires_grad(fc.weight));
+  CHECK(requires_grad(fc.bias));
 
   // The same generator seed gives the same layer.
   Generator again(11);
@@ -173,17 +174,16 @@ TEST_CASE("Linear backward gives dW = dy^T x and db = column sums of dy", "[nn][
   CHECK(grad(fc.bias).at({0}) == Approx(2));
 }
 
-// ---- Linear steps sharing one sequence's weights (autograd/ops_linear.hpp) ------
+// ---- Linear steps sharing one weight (autograd/fast/deferred_gradient.hpp) ------
 
 namespace {
 
 // Three steps of one layer, each reading the previous output through tanh so
 // the steps depend on one another; the result mixes every step's output.
-Tensor three_steps(nn::Linear& fc, const Tensor& x0, bool shared) {
-  const LinearWeights weights = fc.sequence_weights();
+Tensor three_steps(nn::Linear& fc, const Tensor& x0) {
   Tensor x = x0, total = zeros({});
   for (int step = 0; step < 3; ++step) {
-    const Tensor y = shared ? fc.forward(x, weights) : fc.forward(x);
+    const Tensor y = fc.forward(x);
     total = total + sum(y * y) * real(step + 1);
     x = tanh(y);
   }
@@ -192,74 +192,69 @@ Tensor three_steps(nn::Linear& fc, const Tensor& x0, bool shared) {
 
 }  // namespace
 
-TEST_CASE("Linear steps sharing sequence weights pass gradcheck", "[nn][linear][f64]") {
+TEST_CASE("Linear steps sharing one weight pass gradcheck on both paths", "[nn][linear][f64]") {
   Generator generator(21);
-  for (const bool with_bias : {true, false}) {
-    INFO("bias " << with_bias);
-    // A square layer (out = in) so a step's output is the next step's input;
-    // batches of 1 (a decoder's word) and 3 (odd).
-    for (const int64_t batch : {int64_t{1}, int64_t{3}}) {
-      INFO("batch " << batch);
-      nn::Linear fc(nn::LinearOptions(5, 5).bias(with_bias), generator);
-      std::vector<Tensor> inputs = {randn({batch, 5}, generator), fc.weight};
-      if (with_bias) inputs.push_back(fc.bias);
-      require_gradcheck(
-          [&](const std::vector<Tensor>& in) {
-            fc.weight = in[1];
-            if (with_bias) fc.bias = in[2];
-            return three_steps(fc, in[0], true);
-          },
-          inputs);
+  for (const bool reference_path : {false, true}) {
+    std::optional<fast::ReferencePath> reference;
+    if (reference_path) reference.emplace();
+    for (const bool with_bias : {true, false}) {
+      INFO("reference path " << reference_path << ", bias " << with_bias);
+      // A square layer (out = in) so a step's output is the next step's input;
+      // batches of 1 (a decoder's word) and 3 (odd).
+      for (const int64_t batch : {int64_t{1}, int64_t{3}}) {
+        INFO("batch " << batch);
+        nn::Linear fc(nn::LinearOptions(5, 5).bias(with_bias), generator);
+        std::vector<Tensor> inputs = {randn({batch, 5}, generator), fc.weight};
+        if (with_bias) inputs.push_back(fc.bias);
+        require_gradcheck(
+            [&](const std::vector<Tensor>& in) {
+              fc.weight = in[1];
+              if (with_bias) fc.bias = in[2];
+              return three_steps(fc, in[0]);
+            },
+            inputs);
+      }
     }
   }
 }
 
-TEST_CASE("Linear steps sharing sequence weights give the per-step gradients", "[nn][linear]") {
+TEST_CASE("a Linear weight's gradient kept as factors equals the reference path's",
+          "[nn][linear]") {
   Generator generator(22);
   nn::Linear fc(nn::LinearOptions(7, 7), generator);
   const Tensor x0 = requires_grad_(randn({2, 7}, generator));
-  auto gradients = [&](bool shared) {
+  auto gradients = [&](bool reference_path) {
+    std::optional<fast::ReferencePath> reference;
+    if (reference_path) reference.emplace();
     for (const Tensor& t : {x0, fc.weight, fc.bias}) zero_grad(t);
-    const Tensor total = three_steps(fc, x0, shared);
+    const Tensor total = three_steps(fc, x0);
     backward(total);
+    // The fast path keeps the weight's gradient as its 3 steps × 2 rows of factors.
+    const auto* deferred = autograd_meta(fc.weight)->deferred_grad.get();
+    CHECK((deferred != nullptr) == !reference_path);
+    if (deferred != nullptr) CHECK(deferred->product_rows() == 6);
     return std::vector<std::vector<real>>{total.to_vector(), grad(x0).to_vector(),
                                           grad(fc.weight).to_vector(), grad(fc.bias).to_vector()};
   };
-  const auto plain = gradients(false);
-  const auto shared = gradients(true);
-  for (size_t i = 0; i < plain.size(); ++i) {
+  const auto reference = gradients(true);
+  const auto fast_path = gradients(false);
+  for (size_t i = 0; i < reference.size(); ++i) {
     INFO("value " << i << " (total, dx0, dW, db)");
-    REQUIRE(shared[i].size() == plain[i].size());
-    for (size_t j = 0; j < plain[i].size(); ++j) {
-      CHECK(shared[i][j] == Approx(plain[i][j]).epsilon(1e-5).margin(1e-6));
+    REQUIRE(fast_path[i].size() == reference[i].size());
+    for (size_t j = 0; j < reference[i].size(); ++j) {
+      // dW's sum over the 6 rows runs in another order: equal to float rounding.
+      CHECK(fast_path[i][j] == Approx(reference[i][j]).epsilon(1e-5).margin(1e-6));
     }
   }
-  // The weight's gradient arrives once, through the token, not once per step.
-  const LinearWeights weights = fc.sequence_weights();
-  REQUIRE(weights.token.defined());
-  CHECK(weights.token.grad_fn()->inputs.size() == 1);
 }
 
-TEST_CASE("Linear sequence weights fall back to the plain layer without recording",
-          "[nn][linear]") {
-  Generator generator(23);
-  nn::Linear fc(nn::LinearOptions(4, 3), generator);
-  const Tensor x = randn({2, 4}, generator);
-  const NoGradGuard no_grad;
-  const LinearWeights weights = fc.sequence_weights();
-  CHECK_FALSE(weights.token.defined());
-  CHECK(fc.forward(x, weights).to_vector() == fc.forward(x).to_vector());
-}
-
-TEST_CASE("Linear sequence weights reject another layer's weights and a wrong input",
-          "[nn][linear]") {
+TEST_CASE("linear rejects a wrong input naming the shapes", "[nn][linear]") {
   Generator generator(24);
-  nn::Linear fc(nn::LinearOptions(4, 3), generator), other(nn::LinearOptions(4, 3), generator);
-  const LinearWeights weights = other.sequence_weights();
-  CHECK_THROWS_WITH(fc.forward(randn({2, 4}, generator), weights),
-                    Contains("belong to another layer"));
-  CHECK_THROWS_WITH(other.forward(randn({2, 5}, generator), weights),
+  const Tensor weight = randn({3, 4}, generator);
+  CHECK_THROWS_WITH(linear(randn({2, 5}, generator), weight, Tensor()),
                     Contains("linear: x has shape (2,5) but the weight is (3,4)"));
+  CHECK_THROWS_WITH(linear(randn({2, 4}, generator), weight, randn({4}, generator)),
+                    Contains("linear: the bias has shape (4); with a weight of shape (3,4)"));
 }
 
 // ---- Embedding ----------------------------------------------------------------
@@ -458,7 +453,7 @@ TEST_CASE("uniform_ and normal_ draw the requested distributions in place", "[nn
   const Tensor same = t;
   nn::uniform_(t, -2, 3, generator);
   CHECK(t.same(same));
-  CHECK(t.requires_grad());
+  CHECK(requires_grad(t));
   const std::vector<real> u = t.to_vector();
   CHECK(*std::min_element(u.begin(), u.end()) >= -2);
   CHECK(*std::max_element(u.begin(), u.end()) < 3);

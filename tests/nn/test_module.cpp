@@ -67,7 +67,7 @@ TEST_CASE("Nested modules name their parameters with dots, in order", "[nn][modu
   for (size_t i = 0; i < named.size(); ++i) {
     CHECK(named[i].first == expected[i].first);
     CHECK(named[i].second.shape() == expected[i].second);
-    CHECK(named[i].second.requires_grad());
+    CHECK(requires_grad(named[i].second));
   }
   CHECK(net.parameter("fc.weight").same(net.fc->weight));
   CHECK(net.parameter("layers.0.bias")

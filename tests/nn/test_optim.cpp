@@ -4,10 +4,13 @@
 //
 // The expected values are written out below each test's comment; the
 // gradients come from the real engine (backward through sum((p − c)²)).
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <memory>
 
 #include "autograd/engine.hpp"
+#include "autograd/fast/fast.hpp"
 #include "autograd/ops.hpp"
 #include "nn/gru.hpp"
 #include "nn/linear.hpp"
@@ -217,72 +220,27 @@ TEST_CASE("Parameters without a gradient are skipped and keep their own step cou
   }
 }
 
-// ---- Updating inside backward ------------------------------------------------------
+// ---- Deferred gradients (autograd/fast/deferred_gradient.hpp) --------------------------
 
 namespace {
 
-// L = Σ (W x + b − y)² + 0.1 Σ W²: W reaches the loss by two paths, so its
-// hook must wait for both contributions.
-void backward_twice_used(Affine& model) {
-  const Tensor x = from_vector({0.5, -1.0, 2.0}, {3, 1});
-  const Tensor y = from_vector({1.0, -1.0}, {2, 1});
-  backward(sum(pow(matmul(model.weight, x) + reshape(model.bias, {2, 1}) - y, 2)) +
-           sum(model.weight * model.weight) * real(0.1));
+double largest_difference(const Tensor& a, const Tensor& b) {
+  const std::vector<real> x = a.to_vector(), y = b.to_vector();
+  REQUIRE(x.size() == y.size());
+  double largest = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    largest = std::max(largest, std::abs(double(x[i]) - double(y[i])));
+  }
+  return largest;
 }
 
 }  // namespace
 
-TEST_CASE("step_in_backward makes step()'s updates bit for bit and frees the gradients",
-          "[optim]") {
-  auto both = [](auto make_optimizer) {
-    Affine after(5), inside(5);
-    auto plain = make_optimizer(after);
-    auto fused = make_optimizer(inside);
-    fused->step_in_backward();
-    CHECK(fused->steps_in_backward());
-    for (int step = 0; step < 4; ++step) {
-      plain->zero_grad();
-      backward_twice_used(after);
-      plain->step();
-      fused->zero_grad();
-      const std::vector<real> before = inside.weight.to_vector();
-      backward_twice_used(inside);
-      // Updated already, to step()'s values, and the gradients are gone.
-      CHECK(inside.weight.to_vector() != before);
-      CHECK(inside.weight.to_vector() == after.weight.to_vector());
-      CHECK_FALSE(grad(inside.weight).defined());
-      CHECK_FALSE(grad(inside.bias).defined());
-      fused->step();
-      CHECK(inside.weight.to_vector() == after.weight.to_vector());
-      CHECK(inside.bias.to_vector() == after.bias.to_vector());
-    }
-    CHECK(fused->step_count() == plain->step_count());
-    const nn::NamedTensors plain_state = plain->state(), fused_state = fused->state();
-    REQUIRE(plain_state.size() == fused_state.size());
-    for (size_t i = 0; i < plain_state.size(); ++i) {
-      INFO(plain_state[i].first);
-      CHECK(fused_state[i].first == plain_state[i].first);
-      CHECK(fused_state[i].second.to_vector() == plain_state[i].second.to_vector());
-    }
-  };
-  SECTION("SGD with momentum and weight decay") {
-    both([](Affine& model) {
-      return std::make_unique<nn::SGD>(model.named_parameters(),
-                                       nn::SGDOptions(0.05).momentum(0.9).weight_decay(0.01));
-    });
-  }
-  SECTION("Adam") {
-    both([](Affine& model) {
-      return std::make_unique<nn::Adam>(model.named_parameters(), nn::AdamOptions(0.05));
-    });
-  }
-}
-
 namespace {
 
 // A Linear over a batch and a GRU over a sequence: every weight's gradient is
-// a product dyᵀx, which plain SGD in backward takes as factors. `shared` is
-// used twice, so its gradient must take the ordinary path.
+// a product dyᵀx, which the fast path keeps as factors. `shared` is used
+// twice, by ops that return dense gradients.
 struct Layers : nn::Module {
   std::shared_ptr<nn::Linear> linear;
   std::shared_ptr<nn::GRU> gru;
@@ -304,92 +262,98 @@ struct Layers : nn::Module {
   }
 };
 
+// Trains two copies of Layers for 3 steps, one on the fast path, one on the
+// reference path, and compares every parameter. With a sequence of one step
+// every weight's gradient is one product on both paths, and the training
+// must match bit for bit: SGD adds −lr·dyᵀx in one rounding per entry, as
+// p − lr·G does with G summed by the same kernel. Over several steps the
+// reference adds T products for W_hh, the fast path forms one over T·B rows:
+// the same sum in another order, so from the second update on every
+// parameter may differ by float rounding.
+template <typename MakeOptimizer>
+void compare_paths(int64_t steps, MakeOptimizer make_optimizer) {
+  Layers fast_model(8), reference_model(8);
+  auto fast_optimizer = make_optimizer(fast_model);
+  auto reference_optimizer = make_optimizer(reference_model);
+  for (int step = 0; step < 3; ++step) {
+    fast_optimizer->zero_grad();
+    fast_model.backward_once(steps);
+    // The weights' gradients wait as factors; `shared` got a dense one.
+    CHECK(autograd_meta(fast_model.linear->weight)->deferred_grad != nullptr);
+    CHECK(autograd_meta(fast_model.gru->layers()[0].weight_hh)->deferred_grad != nullptr);
+    CHECK(autograd_meta(fast_model.shared)->deferred_grad == nullptr);
+    fast_optimizer->step();
+    {
+      const fast::ReferencePath reference;
+      reference_optimizer->zero_grad();
+      reference_model.backward_once(steps);
+      CHECK(autograd_meta(reference_model.linear->weight)->deferred_grad == nullptr);
+      reference_optimizer->step();
+    }
+  }
+  const nn::NamedTensors expected = reference_model.named_parameters();
+  const nn::NamedTensors got = fast_model.named_parameters();
+  REQUIRE(got.size() == expected.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    INFO(got[i].first);
+    if (steps == 1) {
+      CHECK(got[i].second.to_vector() == expected[i].second.to_vector());
+    } else {
+      CHECK(largest_difference(got[i].second, expected[i].second) <= 1e-5);
+    }
+  }
+}
+
 }  // namespace
 
-// Plain SGD that counts the updates it made from gradient factors.
-struct CountingSGD : nn::SGD {
-  using nn::SGD::SGD;
-  int from_factors = 0;
-  void update_from_factors(ParameterState& state, const GradientFactors& gradient,
-                           double lr) override {
-    ++from_factors;
-    nn::SGD::update_from_factors(state, gradient, lr);
-  }
-};
-
-TEST_CASE("Plain SGD in backward adds the weights' factors straight in: step()'s bits", "[optim]") {
+TEST_CASE("plain SGD adds deferred gradients straight in, as the reference path's step does",
+          "[optim]") {
   for (int64_t steps : {1, 4}) {
     INFO("sequence of " << steps);
-    Layers after(8), inside(8);
-    nn::SGD plain(after.named_parameters(), nn::SGDOptions(0.05));
-    CountingSGD fused(inside.named_parameters(), nn::SGDOptions(0.05));
-    fused.step_in_backward();
-    for (int step = 0; step < 3; ++step) {
-      plain.zero_grad();
-      after.backward_once(steps);
-      plain.step();
-      fused.zero_grad();
-      inside.backward_once(steps);
-      for (const auto& [name, parameter] : inside.named_parameters()) {
-        CHECK_FALSE(grad(parameter).defined());
-      }
-      fused.step();
-      const nn::NamedTensors expected = after.named_parameters();
-      const nn::NamedTensors got = inside.named_parameters();
-      REQUIRE(got.size() == expected.size());
-      for (size_t i = 0; i < got.size(); ++i) {
-        INFO(got[i].first);
-        CHECK(got[i].second.to_vector() == expected[i].second.to_vector());
-      }
-    }
-    // linear.weight, gru.weight_ih_l0 and gru.weight_hh_l0 at each of the 3
-    // steps; `shared` and the biases took the ordinary path.
-    CHECK(fused.from_factors == 3 * 3);
+    compare_paths(steps, [](Layers& model) {
+      return std::make_unique<nn::SGD>(model.named_parameters(), nn::SGDOptions(0.05));
+    });
   }
 }
 
-TEST_CASE("SGD with momentum or weight decay never takes gradient factors", "[optim]") {
-  for (const nn::SGDOptions& options :
-       {nn::SGDOptions(0.05).momentum(0.9), nn::SGDOptions(0.05).weight_decay(0.01)}) {
-    Layers after(8), inside(8);
-    nn::SGD plain(after.named_parameters(), options);
-    CountingSGD fused(inside.named_parameters(), options);
-    fused.step_in_backward();
-    for (int step = 0; step < 2; ++step) {
-      plain.zero_grad();
-      after.backward_once(4);
-      plain.step();
-      fused.zero_grad();
-      inside.backward_once(4);
-      fused.step();
-    }
-    CHECK(fused.from_factors == 0);
-    const nn::NamedTensors expected = after.named_parameters();
-    const nn::NamedTensors got = inside.named_parameters();
-    for (size_t i = 0; i < got.size(); ++i) {
-      INFO(got[i].first);
-      CHECK(got[i].second.to_vector() == expected[i].second.to_vector());
-    }
+TEST_CASE("SGD with momentum or weight decay, and Adam, form deferred gradients first", "[optim]") {
+  for (int64_t steps : {1, 4}) {
+    INFO("sequence of " << steps);
+    compare_paths(steps, [](Layers& model) {
+      return std::make_unique<nn::SGD>(model.named_parameters(),
+                                       nn::SGDOptions(0.05).momentum(0.9));
+    });
+    compare_paths(steps, [](Layers& model) {
+      return std::make_unique<nn::SGD>(model.named_parameters(),
+                                       nn::SGDOptions(0.05).weight_decay(0.01));
+    });
+    compare_paths(steps, [](Layers& model) {
+      return std::make_unique<nn::Adam>(model.named_parameters(), nn::AdamOptions(0.01));
+    });
   }
 }
 
-TEST_CASE("An optimizer that steps in backward takes its hooks with it", "[optim]") {
-  Affine model(6);
-  const std::vector<real> start = model.weight.to_vector();
+TEST_CASE("grad() forms a deferred gradient on request, and zero_grad forgets it", "[optim]") {
+  Layers model(8);
+  model.backward_once(4);
+  const Tensor weight = model.gru->layers()[0].weight_hh;
+  REQUIRE(autograd_meta(weight)->deferred_grad != nullptr);
+  const Tensor formed_handle = grad(weight);
+  REQUIRE(formed_handle.defined());
+  CHECK(autograd_meta(weight)->deferred_grad == nullptr);  // folded into the dense gradient
+  CHECK(grad(weight).same(formed_handle));
+  const Tensor formed = formed_handle.clone_data();
+  Layers reference_model(8);
   {
-    nn::SGD sgd(model.named_parameters(), nn::SGDOptions(0.1));
-    sgd.step_in_backward();
-    sgd.step_in_backward(false);  // off again: backward only accumulates
-    model.backward_once();
-    CHECK(model.weight.to_vector() == start);
-    CHECK(grad(model.weight).defined());
-    sgd.zero_grad();
-    sgd.step_in_backward();
+    const fast::ReferencePath reference;
+    reference_model.backward_once(4);
   }
-  // The optimizer is gone; so are its hooks.
-  model.backward_once();
-  CHECK(model.weight.to_vector() == start);
-  CHECK(grad(model.weight).defined());
+  CHECK(largest_difference(formed, grad(reference_model.gru->layers()[0].weight_hh)) <= 1e-5);
+  model.backward_once(4);  // accumulates: dense part + new factors
+  CHECK(largest_difference(grad(weight), formed * real(2)) <= 1e-5);
+  nn::SGD sgd(model.named_parameters(), nn::SGDOptions(0.1));
+  sgd.zero_grad();
+  CHECK_FALSE(grad(weight).defined());
 }
 
 // ---- Construction -----------------------------------------------------------------

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "attograd.hpp"
-#include "tensor/pool.hpp"
+#include "tensor/fast/pool.hpp"
 
 using namespace attograd;
 
@@ -143,7 +143,7 @@ TEST_CASE("storage cache: zeros() is zero even in a recycled block", "[storage]"
   for (real value : clean.to_vector()) REQUIRE(value == 0);
 }
 
-// ---- The pool of small objects (tensor/pool.hpp) ---------------------------------
+// ---- The pool of small objects (tensor/fast/pool.hpp) ---------------------------------
 
 TEST_CASE("pooled objects are recycled on the thread that frees them", "[tensor][pool]") {
   if (!pool::enabled()) return;  // AddressSanitizer build: every block goes to the system

@@ -1,0 +1,77 @@
+// autograd/fast/deferred_gradient.hpp — a gradient kept as what it is made
+// of, formed only when someone reads it.
+//
+// Two gradients of a translator are far larger than what they are made of:
+//
+//   A weight used at T steps: dW = Σ_t dy_tᵀ x_t  (out,in). Formed step by
+//   step, each step writes an (out,in) matrix and the engine adds it into the
+//   sum — T passes over the largest matrices for T rank-1 updates. Kept as
+//   its factors, the steps append their rows of dy and x (n rows in all), and
+//   the whole sum is one product (n,out)ᵀ @ (n,in), formed once.
+//
+//   An embedding table read at a few ids: dE is zero but for those rows. Kept
+//   as (ids, rows), nothing of the other V − n rows is ever written.
+//
+// And plain SGD never needs the dense gradient at all: W −= lr·dyᵀx goes
+// straight into W (kernels::add_scaled_product_tn), and the table's rows are
+// updated one by one (apply_scaled below). A DeferredGradient is the sum of
+// both parts. The engine stores it on a leaf like any other gradient
+// (AutogradMeta::deferred_grad); grad(leaf) forms the dense tensor on request.
+//
+// Switch: fast::set_deferred_gradients(false), or a fast::ReferencePath guard
+// (autograd/fast/fast.hpp); Gradient::product and Gradient::rows then form
+// dense tensors at once. docs/fast_paths.md measures what it saves.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "tensor/tensor.hpp"
+
+namespace attograd::fast {
+
+// Whether Gradient::product and Gradient::rows keep the deferred form (on by
+// default). Per thread.
+bool deferred_gradients();
+void set_deferred_gradients(bool on);
+
+class DeferredGradient {
+ public:
+  explicit DeferredGradient(Shape shape) : shape_(std::move(shape)) {}
+
+  const Shape& shape() const { return shape_; }
+
+  // G += dyᵀ x: dy (n,out), x (n,in), contiguous; shape() must be (out,in).
+  void add_product(const Tensor& dy, const Tensor& x);
+  // G[ids[p]] += values[p]: values (n,D) contiguous; ids equal to skip add nothing.
+  void add_rows(const std::vector<int64_t>& ids, const Tensor& values, std::optional<int64_t> skip);
+  // G += other (same shape): appends other's factors and rows.
+  void add(const DeferredGradient& other);
+
+  // dst += scale · G, where dst is a contiguous tensor of shape(): the
+  // product part in one kernel call (each entry summed as the dense product
+  // would be, then added in one rounding), then the rows in order.
+  void apply_scaled(real* dst, real scale) const;
+  // G as a dense tensor.
+  Tensor to_dense() const;
+
+  // How many rows of factors, and of table rows, G is made of.
+  int64_t product_rows() const { return product_rows_; }
+  int64_t table_rows() const { return static_cast<int64_t>(row_ids_.size()); }
+
+ private:
+  Shape shape_;
+  std::vector<real> dy_, x_;  // product_rows_ rows of shape_[0] and of shape_[1]
+  int64_t product_rows_ = 0;
+  std::vector<int64_t> row_ids_;  // table rows: G[row_ids_[p]] += row_values_[p]
+  std::vector<real> row_values_;
+};
+
+// The part of `leaf`'s gradient that backward() left deferred, taken off the
+// leaf (so the leaf then holds only its dense part, grad(leaf) without it);
+// null if there is none. For optimizers that can apply it directly.
+std::shared_ptr<DeferredGradient> take_deferred_gradient(const Tensor& leaf);
+
+}  // namespace attograd::fast

@@ -1,0 +1,21 @@
+// autograd/fast/fast.cpp — the switch for every speed mechanism at once.
+#include "autograd/fast/fast.hpp"
+
+#include "tensor/fast/pool.hpp"
+
+namespace attograd::fast {
+
+ReferencePath::ReferencePath()
+    : deferred_(deferred_gradients()), reuse_(reuse_forward_values()), pooling_(pool::pooling()) {
+  set_deferred_gradients(false);
+  set_reuse_forward_values(false);
+  pool::set_pooling(false);
+}
+
+ReferencePath::~ReferencePath() {
+  set_deferred_gradients(deferred_);
+  set_reuse_forward_values(reuse_);
+  pool::set_pooling(pooling_);
+}
+
+}  // namespace attograd::fast

@@ -1,0 +1,158 @@
+// tests/autograd/test_fast_paths.cpp — the engine's side of the speed
+// mechanisms (autograd/fast/): deferred gradients stored, added and formed
+// like any other, and the switch that turns every mechanism off.
+#include <catch2/catch.hpp>
+#include <optional>
+#include <vector>
+
+#include "attograd.hpp"
+
+using namespace attograd;
+
+namespace {
+
+// Two dense gradients or a deferred and a dense one: equal to float rounding
+// (the deferred one sums its rows in one product, in another order).
+void require_close(const Tensor& a, const Tensor& b) {
+  const std::vector<real> x = a.to_vector(), y = b.to_vector();
+  REQUIRE(x.size() == y.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    CHECK(double(x[i]) == Approx(double(y[i])).epsilon(1e-5).margin(1e-6));
+  }
+}
+
+// grad(t) for the function f of the leaves, on the fast or the reference path.
+template <typename Function>
+std::vector<Tensor> gradients(const std::vector<Tensor>& leaves, bool reference_path, Function f) {
+  std::optional<fast::ReferencePath> reference;
+  if (reference_path) reference.emplace();
+  for (const Tensor& leaf : leaves) zero_grad(leaf);
+  backward(f());
+  std::vector<Tensor> result;
+  for (const Tensor& leaf : leaves) result.push_back(grad(leaf).clone_data());
+  return result;
+}
+
+}  // namespace
+
+TEST_CASE("a deferred weight gradient reaching a computed tensor is formed for its op",
+          "[autograd][fast_paths]") {
+  Generator generator(1);
+  const Tensor v = requires_grad_(randn({4, 3}, generator));
+  const Tensor x = randn({5, 3}, generator);
+  // W = 2v is not a leaf: its deferred gradient is formed before mul's backward.
+  auto f = [&] {
+    const Tensor w = v * real(2);
+    return sum(pow(linear(x, w, Tensor()), 2)) + sum(linear(x * real(0.5), w, Tensor()));
+  };
+  const auto fast_path = gradients({v}, false, f);
+  const auto reference = gradients({v}, true, f);
+  require_close(fast_path[0], reference[0]);
+}
+
+TEST_CASE("deferred gradients accumulate over backward calls and with dense ones",
+          "[autograd][fast_paths]") {
+  Generator generator(2);
+  const Tensor w = requires_grad_(randn({3, 4}, generator));
+  const Tensor x = randn({2, 4}, generator);
+  auto once = [&] { return sum(pow(linear(x, w, Tensor()), 2)) + sum(w * w); };
+  // Fast path: backward twice without zero_grad.
+  zero_grad(w);
+  backward(once());
+  REQUIRE(autograd_meta(w)->deferred_grad != nullptr);
+  CHECK(autograd_meta(w)->grad != nullptr);  // w * w's part, dense
+  backward(once());
+  CHECK(autograd_meta(w)->deferred_grad->product_rows() == 4);  // 2 rows, twice
+  const Tensor fast_total = grad(w).clone_data();
+  CHECK(autograd_meta(w)->deferred_grad == nullptr);
+  // The same on the reference path.
+  zero_grad(w);
+  {
+    const fast::ReferencePath reference;
+    backward(once());
+    CHECK(autograd_meta(w)->deferred_grad == nullptr);
+    backward(once());
+  }
+  require_close(fast_total, grad(w));
+}
+
+TEST_CASE("retain_graph runs a graph with deferred gradients twice", "[autograd][fast_paths]") {
+  Generator generator(3);
+  const Tensor w = requires_grad_(randn({2, 3}, generator));
+  const Tensor x = randn({4, 3}, generator);
+  const Tensor loss = sum(pow(linear(x, w, Tensor()), 2));
+  backward(loss, Tensor(), /*retain_graph=*/true);
+  const Tensor first = grad(w).clone_data();
+  backward(loss);
+  require_close(grad(w), first * real(2));
+}
+
+TEST_CASE("sparse embedding rows: repeated ids add, the padding row gets nothing",
+          "[autograd][fast_paths]") {
+  Generator generator(4);
+  const Tensor table = requires_grad_(randn({6, 3}, generator));
+  const Tensor readout = randn({5, 3}, generator);
+  const std::vector<int64_t> ids = {4, 0, 4, 2, 0};
+  auto f = [&](bool sparse) {
+    return [&, sparse] { return sum(embedding(table, ids, Shape{5}, 2, sparse) * readout); };
+  };
+  const auto dense = gradients({table}, true, f(false));
+  const auto sparse_fast = gradients({table}, false, f(true));
+  const auto sparse_reference = gradients({table}, true, f(true));
+  // The same additions in the same order, whichever form: bit for bit.
+  CHECK(sparse_fast[0].to_vector() == dense[0].to_vector());
+  CHECK(sparse_reference[0].to_vector() == dense[0].to_vector());
+  for (int64_t k = 0; k < 3; ++k) CHECK(dense[0].at({2, k}) == 0);  // padding_idx 2
+  for (int64_t k = 0; k < 3; ++k) CHECK(dense[0].at({5, k}) == 0);  // never read
+  // On the fast path only the 4 rows not at padding wait.
+  zero_grad(table);
+  backward(f(true)());
+  CHECK(autograd_meta(table)->deferred_grad->table_rows() == 4);
+}
+
+TEST_CASE("DeferredGradient::apply_scaled adds its product in one rounding, as SGD would",
+          "[autograd][fast_paths]") {
+  Generator generator(5);
+  for (const int64_t rows : {int64_t{1}, int64_t{7}, int64_t{9}, int64_t{17}}) {
+    INFO("rows " << rows);
+    const Tensor dy = randn({rows, 9}, generator), x = randn({rows, 8}, generator);
+    fast::DeferredGradient deferred(Shape{9, 8});
+    deferred.add_product(dy, x);
+    const Tensor dense = deferred.to_dense();
+    Tensor p = randn({9, 8}, generator);
+    Tensor expected = p.clone_data();
+    for (int64_t i = 0; i < expected.numel(); ++i) {
+      expected.data()[i] -= real(0.1) * dense.data()[i];  // p − lr·G, G formed first
+    }
+    deferred.apply_scaled(p.data(), real(-0.1));
+    CHECK(p.to_vector() == expected.to_vector());
+  }
+}
+
+TEST_CASE("fast::ReferencePath turns every mechanism off and restores them",
+          "[autograd][fast_paths]") {
+  REQUIRE(fast::deferred_gradients());
+  REQUIRE(fast::reuse_forward_values());
+  {
+    const fast::ReferencePath reference;
+    CHECK_FALSE(fast::deferred_gradients());
+    CHECK_FALSE(fast::reuse_forward_values());
+    CHECK_FALSE(pool::pooling());
+    {
+      const fast::ReferencePath nested;
+      CHECK_FALSE(fast::deferred_gradients());
+    }
+    CHECK_FALSE(fast::deferred_gradients());  // the outer guard still holds
+  }
+  CHECK(fast::deferred_gradients());
+  CHECK(fast::reuse_forward_values());
+  CHECK(pool::pooling());
+}
+
+TEST_CASE("a backward closure may still return std::vector<Tensor>", "[autograd][engine]") {
+  const Tensor x = requires_grad_(from_vector({1, 2, 3}));
+  const Tensor y = record("triple", (x * real(3)).clone_data(), {x},
+                          [](const Tensor& dy) { return std::vector<Tensor>{dy * real(3)}; });
+  backward(sum(y));
+  CHECK(grad(x).to_vector() == std::vector<real>{3, 3, 3});
+}
