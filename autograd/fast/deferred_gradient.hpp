@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "tensor/tensor.hpp"
@@ -62,8 +63,15 @@ class DeferredGradient {
   int64_t table_rows() const { return static_cast<int64_t>(row_ids_.size()); }
 
  private:
+  // All the factors' rows as two contiguous arrays, (n,out) and (n,in): the
+  // one block itself when there is one, else the blocks stacked.
+  std::pair<Tensor, Tensor> stacked_factors() const;
+
   Shape shape_;
-  std::vector<real> dy_, x_;  // product_rows_ rows of shape_[0] and of shape_[1]
+  // The factors, one block per add_product: copies (from the storage cache),
+  // so later writes to the op's tensors cannot change them; add() shares
+  // the other gradient's blocks rather than copying them again.
+  std::vector<Tensor> dy_blocks_, x_blocks_;
   int64_t product_rows_ = 0;
   std::vector<int64_t> row_ids_;  // table rows: G[row_ids_[p]] += row_values_[p]
   std::vector<real> row_values_;
