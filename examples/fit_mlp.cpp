@@ -24,7 +24,7 @@ using namespace attograd;
 
 namespace {
 
-struct Options {
+struct Flags {
   std::int64_t seed = 0;
   int steps = 1000;
   int hidden = 32;
@@ -47,43 +47,43 @@ std::shared_ptr<nn::Sequential> make_mlp(int64_t hidden, Generator& generator) {
   return mlp;
 }
 
-int run(const Options& options) {
-  Generator generator(static_cast<uint64_t>(options.seed));
-  const int64_t n = options.samples;
-  const Tensor x = uniform({n, 1}, -1.0, 1.0, generator);                         // (N,1)
-  const Tensor y = sin(x * 3.0) + normal({n, 1}, 0.0, options.noise, generator);  // (N,1)
+int run(const Flags& flags) {
+  Generator generator(static_cast<uint64_t>(flags.seed));
+  const int64_t n = flags.samples;
+  const Tensor x = uniform({n, 1}, -1.0, 1.0, generator);                       // (N,1)
+  const Tensor y = sin(x * 3.0) + normal({n, 1}, 0.0, flags.noise, generator);  // (N,1)
 
-  auto model = make_mlp(options.hidden, generator);
+  auto model = make_mlp(flags.hidden, generator);
   fmt::print("{}\n{} parameters, {} samples, Adam lr {}\n\n", model->summary(),
-             model->parameter_count(), n, options.lr);
+             model->parameter_count(), n, flags.lr);
 
-  nn::Adam adam(model->named_parameters(), nn::AdamOptions(options.lr));
+  nn::Adam adam(model->named_parameters(), nn::AdamOptions(flags.lr));
   double loss_value = 0;
-  for (int step = 1; step <= options.steps; ++step) {
+  for (int step = 1; step <= flags.steps; ++step) {
     adam.zero_grad();
     Tensor loss = nn::mse_loss(model->forward(x), y);
     backward(loss);
     adam.step();
     loss_value = loss.item();
-    if (step % options.print_every == 0 || step == 1 || step == options.steps) {
+    if (step % flags.print_every == 0 || step == 1 || step == flags.steps) {
       fmt::print("step {:5d}  loss {:.5f}\n", step, loss_value);
     }
   }
 
-  const std::filesystem::path folder = options.out.empty() ? "." : options.out;
+  const std::filesystem::path folder = flags.out.empty() ? "." : flags.out;
   std::filesystem::create_directories(folder);
   const std::filesystem::path path = folder / "fit_mlp.safetensors";
   nn::save(*model, path,
-           {{"hidden", std::to_string(options.hidden)},
-            {"steps", std::to_string(options.steps)},
-            {"seed", std::to_string(options.seed)},
+           {{"hidden", std::to_string(flags.hidden)},
+            {"steps", std::to_string(flags.steps)},
+            {"seed", std::to_string(flags.seed)},
             {"final_loss", fmt::format("{:.6f}", loss_value)}});
   fmt::print("\nsaved {} ({} bytes)\n", path.string(), std::filesystem::file_size(path));
 
   // A fresh model, sized from the checkpoint's metadata and initialised with
   // another seed, so every value it ends up with must come from the file.
   const nn::Metadata metadata = nn::read_metadata(path);
-  Generator other(static_cast<uint64_t>(options.seed) + 1);
+  Generator other(static_cast<uint64_t>(flags.seed) + 1);
   auto reloaded = make_mlp(std::stoll(metadata.at("hidden")), other);
   nn::load(*reloaded, path);
 
@@ -114,18 +114,18 @@ int run(const Options& options) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  Options options;
+  Flags flags;
   cli::Parser parser("fit_mlp",
                      "Fit an MLP to y = sin(3x) + noise with Adam, save a safetensors "
                      "checkpoint and check that a reloaded model predicts the same.");
-  parser.flag("seed", options.seed, "random seed for data and initial weights")
-      .flag("steps", options.steps, "Adam steps", cli::positive())
-      .flag("hidden", options.hidden, "hidden units per layer", cli::positive())
-      .flag("samples", options.samples, "training samples", cli::positive())
-      .flag("lr", options.lr, "learning rate", cli::positive())
-      .flag("noise", options.noise, "standard deviation of the noise", cli::non_negative())
-      .flag("print-every", options.print_every, "print the loss every this many steps",
+  parser.flag("seed", flags.seed, "random seed for data and initial weights")
+      .flag("steps", flags.steps, "Adam steps", cli::positive())
+      .flag("hidden", flags.hidden, "hidden units per layer", cli::positive())
+      .flag("samples", flags.samples, "training samples", cli::positive())
+      .flag("lr", flags.lr, "learning rate", cli::positive())
+      .flag("noise", flags.noise, "standard deviation of the noise", cli::non_negative())
+      .flag("print-every", flags.print_every, "print the loss every this many steps",
             cli::positive())
-      .flag("out", options.out, "folder for fit_mlp.safetensors (default: the current folder)");
-  return cli::run_main(parser, argc, argv, [&] { return run(options); });
+      .flag("out", flags.out, "folder for fit_mlp.safetensors (default: the current folder)");
+  return cli::run_main(parser, argc, argv, [&] { return run(flags); });
 }

@@ -38,7 +38,7 @@ using namespace attograd::nw_regression;
 
 namespace {
 
-struct Options {
+struct Flags {
   std::int64_t seed = 0;
   int epochs = 100;
   double lr = 0.5;
@@ -50,13 +50,13 @@ struct Options {
   int seeds = 1;
 };
 
-ExperimentOptions experiment_options(const Options& options, uint64_t seed, WeightShape shape) {
+ExperimentOptions experiment_options(const Flags& flags, uint64_t seed, WeightShape shape) {
   return ExperimentOptions()
       .seed(seed)
-      .epochs(options.epochs)
-      .lr(options.lr)
-      .kernel(kernel_from_string(options.kernel))
-      .bandwidth(options.bandwidth)
+      .epochs(flags.epochs)
+      .lr(flags.lr)
+      .kernel(kernel_from_string(flags.kernel))
+      .bandwidth(flags.bandwidth)
       .weight_shape(shape);
 }
 
@@ -162,13 +162,13 @@ plot::LineChart kernels_fit_chart(const ExperimentResult& result, const std::str
 }
 
 // The training loss of the learned attention, one point per epoch.
-plot::LineChart loss_chart(const Options& options, const ExperimentResult& result) {
+plot::LineChart loss_chart(const Flags& flags, const ExperimentResult& result) {
   std::vector<double> epochs;
   for (std::size_t i = 0; i < result.training.losses.size(); ++i) {
     epochs.push_back(static_cast<double>(i + 1));
   }
   plot::LineChart chart;
-  chart.title(fmt::format("Training loss, {} w, lr {:g}", options.w, options.lr))
+  chart.title(fmt::format("Training loss, {} w, lr {:g}", flags.w, flags.lr))
       .x_label("Epoch")
       .y_label("Σ squared error (leave-one-out)")
       .line("Training loss", epochs, result.training.losses);
@@ -194,13 +194,13 @@ plot::LineChart kernel_shapes_chart() {
 }
 
 // Every picture of one run, as (file name, SVG text); nothing is written yet.
-std::vector<std::pair<std::string, std::string>> draw_pictures(const Options& options,
+std::vector<std::pair<std::string, std::string>> draw_pictures(const Flags& flags,
                                                                const ExperimentResult& result) {
   const Dataset& data = result.data;
-  const Kernel kernel = kernel_from_string(options.kernel);
-  const std::string sigma = fmt::format("σ = {:g}", options.bandwidth);
+  const Kernel kernel = kernel_from_string(flags.kernel);
+  const std::string sigma = fmt::format("σ = {:g}", flags.bandwidth);
   const std::string learned_name =
-      fmt::format("Learned attention ({} w)", options.w == "scalar" ? "scalar" : "vector");
+      fmt::format("Learned attention ({} w)", flags.w == "scalar" ? "scalar" : "vector");
   std::vector<std::pair<std::string, std::string>> pictures;
 
   pictures.emplace_back(
@@ -219,11 +219,11 @@ std::vector<std::pair<std::string, std::string>> draw_pictures(const Options& op
       "nw_fit_learned.svg",
       fit_chart(data,
                 fmt::format("Learned attention, {}, {} epochs — test MSE {:.3f}",
-                            describe_w(result.w), options.epochs, result.mse_learned),
+                            describe_w(result.w), flags.epochs, result.mse_learned),
                 learned_name, result.learned.predictions)
           .to_svg());
   pictures.emplace_back("nw_fit_kernels.svg", kernels_fit_chart(result, sigma).to_svg());
-  pictures.emplace_back("nw_loss.svg", loss_chart(options, result).to_svg());
+  pictures.emplace_back("nw_loss.svg", loss_chart(flags, result).to_svg());
   pictures.emplace_back("nw_attention_nonparametric.svg",
                         attention_heatmap(fmt::format("Attention weights, {} kernel, {}",
                                                       kernel_title(kernel), sigma),
@@ -256,15 +256,15 @@ void prepare_output_folder(const std::filesystem::path& folder) {
 // ---------------------------------------------------------------- one run
 
 // --json: one line with the settings, every test error and the learned w.
-void print_json_summary(const Options& options, const ExperimentResult& result,
+void print_json_summary(const Flags& flags, const ExperimentResult& result,
                         const std::filesystem::path& out) {
   nlohmann::json summary = {
-      {"seed", options.seed},
-      {"epochs", options.epochs},
-      {"lr", options.lr},
-      {"kernel", options.kernel},
-      {"bandwidth", options.bandwidth},
-      {"w_shape", options.w},
+      {"seed", flags.seed},
+      {"epochs", flags.epochs},
+      {"lr", flags.lr},
+      {"kernel", flags.kernel},
+      {"bandwidth", flags.bandwidth},
+      {"w_shape", flags.w},
       {"mse",
        {{"average", result.mse_average},
         {"attention", result.mse_attention},
@@ -285,7 +285,7 @@ void print_json_summary(const Options& options, const ExperimentResult& result,
 }
 
 // The report: each estimator's test error, the training and the pictures.
-void print_report(const Options& options, const ExperimentResult& result, std::size_t picture_count,
+void print_report(const Flags& flags, const ExperimentResult& result, std::size_t picture_count,
                   const std::filesystem::path& out) {
   fmt::print("\ntest MSE against the noise-free truth ({} inputs 0 … {:g}):\n",
              result.data.x_test.numel(), to_doubles(result.data.x_test).back());
@@ -293,33 +293,33 @@ void print_report(const Options& options, const ExperimentResult& result, std::s
   fmt::print("  {:<44} {:.4f}\n", "attention pooling (Gaussian, σ = 1)", result.mse_attention);
   for (std::size_t i = 0; i < kAllKernels.size(); ++i) {
     const std::string name =
-        fmt::format("Nadaraya–Watson, {}, σ = {:g}{}", to_string(kAllKernels[i]), options.bandwidth,
-                    to_string(kAllKernels[i]) == options.kernel ? " *" : "");
+        fmt::format("Nadaraya–Watson, {}, σ = {:g}{}", to_string(kAllKernels[i]), flags.bandwidth,
+                    to_string(kAllKernels[i]) == flags.kernel ? " *" : "");
     fmt::print("  {:<44} {:.4f}\n", name, result.mse_kernels[i]);
   }
   fmt::print("  {:<44} {:.4f}\n",
-             fmt::format("learned attention ({} w, {} epochs)", options.w, options.epochs),
+             fmt::format("learned attention ({} w, {} epochs)", flags.w, flags.epochs),
              result.mse_learned);
   fmt::print("\nfinal training loss {:.6f}; learned {}\n", result.training.losses.back(),
              describe_w(result.w));
-  fmt::print("training: {} epochs in {:.3f} ms of compute\n", options.epochs,
+  fmt::print("training: {} epochs in {:.3f} ms of compute\n", flags.epochs,
              result.training.compute_ms);
   fmt::print("pictures ({} SVG files) written to {}/  (* = drawn as the nonparametric fit)\n",
              picture_count, out.string());
 }
 
-int run_once(const Options& options) {
-  const std::filesystem::path out = options.out;
+int run_once(const Flags& flags) {
+  const std::filesystem::path out = flags.out;
   prepare_output_folder(out);
 
   const bool terminal = ::isatty(::fileno(stdout)) != 0;
   // With --json nothing but the summary goes to stdout (and nothing interrupts the clock).
   std::function<void(int64_t, double)> on_epoch;
-  if (!options.json) {
+  if (!flags.json) {
     on_epoch = [&](int64_t epoch, double loss) {
       if (terminal) {
-        fmt::print("\repoch {:>4}/{}  loss {:.6f}", epoch, options.epochs, loss);
-        if (epoch == options.epochs) fmt::print("\n");
+        fmt::print("\repoch {:>4}/{}  loss {:.6f}", epoch, flags.epochs, loss);
+        if (epoch == flags.epochs) fmt::print("\n");
         std::fflush(stdout);
       } else {
         fmt::print("epoch {}, loss {:.6f}\n", epoch, loss);
@@ -327,20 +327,20 @@ int run_once(const Options& options) {
     };
   }
   const ExperimentResult result =
-      run_experiment(experiment_options(options, static_cast<uint64_t>(options.seed),
-                                        weight_shape_from_string(options.w)),
+      run_experiment(experiment_options(flags, static_cast<uint64_t>(flags.seed),
+                                        weight_shape_from_string(flags.w)),
                      on_epoch);
 
   // Every picture is drawn before the first one is written.
-  const auto pictures = draw_pictures(options, result);
+  const auto pictures = draw_pictures(flags, result);
   for (const auto& [name, svg] : pictures) {
     write_file_atomically(out / name, svg);
   }
 
-  if (options.json) {
-    print_json_summary(options, result, out);
+  if (flags.json) {
+    print_json_summary(flags, result, out);
   } else {
-    print_report(options, result, pictures.size(), out);
+    print_report(flags, result, pictures.size(), out);
   }
   return 0;
 }
@@ -372,26 +372,26 @@ struct Statistic {
 
 // Seeds seed … seed + N − 1, both shapes of w: a Markdown table of the mean
 // test errors (no pictures).
-int run_seeds(const Options& options) {
+int run_seeds(const Flags& flags) {
   std::vector<std::pair<std::string, Statistic>> rows = {
       {"average pooling", {}},
       {"attention pooling (Gaussian, σ = 1)", {}},
   };
   for (Kernel kernel : kAllKernels) {
     rows.push_back(
-        {fmt::format("Nadaraya–Watson, {}, σ = {:g}", to_string(kernel), options.bandwidth), {}});
+        {fmt::format("Nadaraya–Watson, {}, σ = {:g}", to_string(kernel), flags.bandwidth), {}});
   }
-  rows.push_back({fmt::format("learned attention, scalar w, {} epochs", options.epochs), {}});
-  rows.push_back({fmt::format("learned attention, vector w, {} epochs", options.epochs), {}});
+  rows.push_back({fmt::format("learned attention, scalar w, {} epochs", flags.epochs), {}});
+  rows.push_back({fmt::format("learned attention, vector w, {} epochs", flags.epochs), {}});
   Statistic scalar_loss, vector_loss, scalar_ms, vector_ms, scalar_w;
   int loss_fell = 0;
 
-  for (int i = 0; i < options.seeds; ++i) {
-    const uint64_t seed = static_cast<uint64_t>(options.seed) + static_cast<uint64_t>(i);
+  for (int i = 0; i < flags.seeds; ++i) {
+    const uint64_t seed = static_cast<uint64_t>(flags.seed) + static_cast<uint64_t>(i);
     const ExperimentResult scalar =
-        run_experiment(experiment_options(options, seed, WeightShape::scalar));
+        run_experiment(experiment_options(flags, seed, WeightShape::scalar));
     const ExperimentResult vector =
-        run_experiment(experiment_options(options, seed, WeightShape::vector));
+        run_experiment(experiment_options(flags, seed, WeightShape::vector));
     rows[0].second.values.push_back(scalar.mse_average);
     rows[1].second.values.push_back(scalar.mse_attention);
     for (std::size_t k = 0; k < kAllKernels.size(); ++k) {
@@ -409,12 +409,12 @@ int run_seeds(const Options& options) {
     }
   }
 
-  if (options.json) {
-    nlohmann::json summary = {{"seeds", options.seeds},
-                              {"first_seed", options.seed},
-                              {"epochs", options.epochs},
-                              {"lr", options.lr},
-                              {"bandwidth", options.bandwidth}};
+  if (flags.json) {
+    nlohmann::json summary = {{"seeds", flags.seeds},
+                              {"first_seed", flags.seed},
+                              {"epochs", flags.epochs},
+                              {"lr", flags.lr},
+                              {"bandwidth", flags.bandwidth}};
     for (const auto& [name, statistic] : rows) {
       summary["mse"][name] = {{"mean", statistic.mean()}, {"std", statistic.stddev()}};
     }
@@ -426,43 +426,43 @@ int run_seeds(const Options& options) {
   }
 
   fmt::print("Test MSE against the noise-free truth, seeds {}…{} (mean ± standard deviation):\n\n",
-             options.seed, options.seed + options.seeds - 1);
+             flags.seed, flags.seed + flags.seeds - 1);
   fmt::print("| estimator | test MSE |\n|---|---|\n");
   for (const auto& [name, statistic] : rows) {
     fmt::print("| {} | {:.3f} ± {:.3f} |\n", name, statistic.mean(), statistic.stddev());
   }
   fmt::print("\nlearned scalar w: mean {:.3f} ± {:.3f}\n", scalar_w.mean(), scalar_w.stddev());
   fmt::print("final training loss: scalar {:.3f}, vector {:.3f} (mean); fell in {} of {} runs\n",
-             scalar_loss.mean(), vector_loss.mean(), loss_fell, 2 * options.seeds);
+             scalar_loss.mean(), vector_loss.mean(), loss_fell, 2 * flags.seeds);
   fmt::print("training compute, median of {} runs: scalar {:.3f} ms, vector {:.3f} ms\n",
-             options.seeds, scalar_ms.median(), vector_ms.median());
+             flags.seeds, scalar_ms.median(), vector_ms.median());
   return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  Options options;
+  Flags flags;
   cli::Parser parser("nw_regression",
                      "Attention pooling as Nadaraya-Watson kernel regression: fits\n"
                      "y = 2 sin(x) + x^0.8 + noise with average pooling, Gaussian attention\n"
                      "pooling, a chosen kernel, and attention with a learned width w, then\n"
                      "draws the fits, the loss, the attention weights and the kernels as SVG.");
   parser
-      .flag("seed", options.seed, "random seed for the data and w's initial value",
+      .flag("seed", flags.seed, "random seed for the data and w's initial value",
             cli::non_negative())
-      .flag("epochs", options.epochs, "training epochs of the learned attention", cli::positive())
-      .flag("lr", options.lr, "SGD learning rate", cli::positive())
-      .choice("kernel", options.kernel, {"gaussian", "boxcar", "epanechnikov"},
+      .flag("epochs", flags.epochs, "training epochs of the learned attention", cli::positive())
+      .flag("lr", flags.lr, "SGD learning rate", cli::positive())
+      .choice("kernel", flags.kernel, {"gaussian", "boxcar", "epanechnikov"},
               "kernel of the nonparametric Nadaraya-Watson fit")
-      .flag("bandwidth", options.bandwidth, "kernel bandwidth sigma", cli::positive())
-      .choice("w", options.w, {"scalar", "vector"},
+      .flag("bandwidth", flags.bandwidth, "kernel bandwidth sigma", cli::positive())
+      .choice("w", flags.w, {"scalar", "vector"},
               "learned w: one width, or one per key (n - 1, as the seed)")
-      .flag("out", options.out, "folder for the SVG pictures (created if missing)")
-      .flag("json", options.json, "print one JSON summary line instead of the report")
-      .flag("seeds", options.seeds,
+      .flag("out", flags.out, "folder for the SVG pictures (created if missing)")
+      .flag("json", flags.json, "print one JSON summary line instead of the report")
+      .flag("seeds", flags.seeds,
             "average the test errors over this many seeds from --seed (a table, no pictures)",
             cli::positive());
   return cli::run_main(parser, argc, argv,
-                       [&] { return options.seeds > 1 ? run_seeds(options) : run_once(options); });
+                       [&] { return flags.seeds > 1 ? run_seeds(flags) : run_once(flags); });
 }

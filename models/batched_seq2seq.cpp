@@ -57,22 +57,6 @@ Tensor still_running(const std::vector<int64_t>& valid_lens, int64_t t, const Sh
   return keep;
 }
 
-// Restores a module's training mode when it goes out of scope.
-class EvaluationMode {
- public:
-  explicit EvaluationMode(nn::Module& module)
-      : module_(module), was_training_(module.is_training()) {
-    module.eval();
-  }
-  ~EvaluationMode() { module_.train(was_training_); }
-  EvaluationMode(const EvaluationMode&) = delete;
-  EvaluationMode& operator=(const EvaluationMode&) = delete;
-
- private:
-  nn::Module& module_;
-  bool was_training_;
-};
-
 }  // namespace
 
 // ---------------------------------------------------------------- encoder
@@ -91,7 +75,7 @@ Seq2SeqEncoder::Seq2SeqEncoder(const BatchedSeq2SeqOptions& options, Generator& 
                                        generator));
 }
 
-// ids: (B,T), valid_lens: (B) -> outputs (B,T,H), state (L,B,H)
+// ids: (B,T), valid_lens: (B) -> outputs (B,T,H), hidden (L,B,H), valid_lens
 //
 // One GRU step per time step through all layers. Once row b's sentence has
 // ended, its state is carried unchanged,
@@ -162,8 +146,8 @@ Seq2SeqAttentionDecoder::Seq2SeqAttentionDecoder(const BatchedSeq2SeqOptions& op
 }
 
 DecoderState Seq2SeqAttentionDecoder::init_state(const EncoderOutput& encoded) {
-  return {encoded.outputs, attention->project_keys(encoded.outputs), encoded.valid_lens,
-          encoded.state};
+  return {{encoded.outputs, attention->project_keys(encoded.outputs), encoded.valid_lens},
+          encoded.hidden};
 }
 
 // ids: (B,T), state.hidden: (L,B,H) -> logits (B,T,V_tgt)
@@ -183,10 +167,10 @@ Tensor Seq2SeqAttentionDecoder::forward(const std::vector<int64_t>& ids, const S
   Tensor top = select(state.hidden, 0, L - 1);  // (B,H)
   for (int64_t t = 0; t < T; ++t) {
     const Tensor context =
-        attention->forward_projected(reshape(top, {B, 1, H}), state.projected_keys,
-                                     state.encoder_outputs, state.valid_lens);   // (B,1,H)
-    const Tensor embedded = embedding->forward(ids_at_step(ids, B, T, t), {B});  // (B,E)
-    const Tensor x = cat({reshape(context, {B, H}), embedded}, 1);               // (B,H+E)
+        attention->forward_projected(reshape(top, {B, 1, H}), state.memory.projected_keys,
+                                     state.memory.values, state.memory.valid_lens);  // (B,1,H)
+    const Tensor embedded = embedding->forward(ids_at_step(ids, B, T, t), {B});      // (B,E)
+    const Tensor x = cat({reshape(context, {B, H}), embedded}, 1);                   // (B,H+E)
     const nn::GRUOutput step = rnn->step(x, state.hidden);
     state.hidden = step.h_n;
     top = step.output;
@@ -242,7 +226,7 @@ Prediction BatchedSeq2Seq::predict(const std::vector<int64_t>& source_ids, int64
         num_steps);
   check(!source_ids.empty(),
         "BatchedSeq2Seq::predict: the source is empty; give at least its <eos> id");
-  const EvaluationMode evaluation(*this);
+  const nn::EvalModeGuard eval_mode(*this);
   const NoGradGuard no_grad;
   const int64_t length = std::min<int64_t>(static_cast<int64_t>(source_ids.size()), num_steps);
   const EncoderOutput encoded =

@@ -48,6 +48,7 @@
 #include <string_view>
 #include <vector>
 
+#include "models/encoder_decoder.hpp"
 #include "models/text/batching.hpp"
 #include "models/text/bleu.hpp"
 #include "models/text/vocabulary.hpp"
@@ -60,10 +61,14 @@
 
 namespace attograd::batched_seq2seq {
 
-// The batched (d2l) layout of models/text/vocabulary.hpp.
-inline constexpr int64_t kPad = text::kBatchedPad;  // 0
-inline constexpr int64_t kBos = text::kBatchedBos;  // 1: the decoder's first input
-inline constexpr int64_t kEos = text::kBatchedEos;  // 2: ends every sentence
+// The special tokens this recipe uses, in the batched (d2l) layout of
+// models/text/vocabulary.hpp.
+inline constexpr int64_t kPad = text::special_id(text::kBatchedLayout, text::TokenRole::pad);
+inline constexpr int64_t kBos = text::special_id(text::kBatchedLayout, text::TokenRole::start);
+inline constexpr int64_t kEos = text::special_id(text::kBatchedLayout, text::TokenRole::end);
+
+using encoder_decoder::AttentionMemory;
+using encoder_decoder::EncoderOutput;
 
 struct BatchedSeq2SeqOptions {
   BatchedSeq2SeqOptions(int64_t source_vocabulary, int64_t target_vocabulary)
@@ -107,19 +112,14 @@ struct BatchedSeq2SeqOptions {
 
 // ---------------------------------------------------------------- encoder
 
-struct EncoderOutput {
-  Tensor outputs;                   // (B,S,H): the top layer after each token; 0 at padding
-  Tensor state;                     // (L,B,H): every layer's state after the last real token
-  std::vector<int64_t> valid_lens;  // (B): the source lengths, for the attention mask
-};
-
 // Embedding(V_src, E) -> GRU(E, H, L layers, dropout between layers).
 class Seq2SeqEncoder : public nn::Module {
  public:
   explicit Seq2SeqEncoder(const BatchedSeq2SeqOptions& options,
                           Generator& generator = default_generator());
 
-  // ids: (B,T) row-major, valid_lens: (B) in [1, T] -> outputs (B,T,H), state (L,B,H)
+  // ids: (B,T) row-major, valid_lens: (B) in [1, T] -> outputs (B,T,H), hidden (L,B,H),
+  // valid_lens (models/encoder_decoder.hpp)
   EncoderOutput forward(const std::vector<int64_t>& ids, const Shape& shape,
                         const std::vector<int64_t>& valid_lens);
 
@@ -131,10 +131,8 @@ class Seq2SeqEncoder : public nn::Module {
 
 // What the decoder carries from step to step.
 struct DecoderState {
-  Tensor encoder_outputs;           // (B,S,H): the attention's keys and values
-  Tensor projected_keys;            // (B,S,H): W_k · encoder_outputs, computed once
-  std::vector<int64_t> valid_lens;  // (B): source lengths
-  Tensor hidden;                    // (L,B,H): the GRU state
+  AttentionMemory memory;  // the encoder outputs (keys and values), W_k · them, source lengths
+  Tensor hidden;           // (L,B,H): the GRU state
 };
 
 class Seq2SeqAttentionDecoder : public nn::Module {

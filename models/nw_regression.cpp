@@ -66,27 +66,28 @@ Tensor unscaled_scores(const Tensor& queries, const Tensor& keys) {
 Tensor target_function(const Tensor& x) { return 2.0 * sin(x) + pow(x, 0.8); }
 
 Dataset make_dataset(Generator& generator, const DatasetOptions& options) {
-  const int64_t n = options.train_size_;
+  const int64_t n = options.train_size();
   check(n >= 1, "make_dataset: train_size must be at least 1, got {}", n);
-  check(options.noise_stddev_ >= 0, "make_dataset: noise_stddev must be >= 0, got {}",
-        options.noise_stddev_);
-  check(options.input_limit_ > 0, "make_dataset: input_limit must be positive, got {}",
-        options.input_limit_);
-  check(options.test_size_ >= 1, "make_dataset: test_size must be at least 1, got {}",
-        options.test_size_);
+  check(options.noise_stddev() >= 0, "make_dataset: noise_stddev must be >= 0, got {}",
+        options.noise_stddev());
+  check(options.input_limit() > 0, "make_dataset: input_limit must be positive, got {}",
+        options.input_limit());
+  check(options.test_size() >= 1, "make_dataset: test_size must be at least 1, got {}",
+        options.test_size());
   NoGradGuard no_grad;
 
   // x_train, _ = torch.sort(torch.rand(n) * 5)
   std::vector<real> inputs =
-      (rand({n}, generator) * static_cast<real>(options.input_limit_)).to_vector();
+      (rand({n}, generator) * static_cast<real>(options.input_limit())).to_vector();
   std::sort(inputs.begin(), inputs.end());
   Dataset data;
   data.x_train = from_vector(inputs);
   // y_train = f(x_train) + torch.normal(0.0, 0.5, (n,))
-  data.y_train = target_function(data.x_train) + normal({n}, 0.0, options.noise_stddev_, generator);
+  data.y_train =
+      target_function(data.x_train) + normal({n}, 0.0, options.noise_stddev(), generator);
 
   // 0, 0.1, …: i/10 rounds once, where arange's repeated 0.1 steps would drift.
-  std::vector<real> tests(static_cast<size_t>(options.test_size_));
+  std::vector<real> tests(static_cast<size_t>(options.test_size()));
   for (size_t i = 0; i < tests.size(); ++i)
     tests[i] = static_cast<real>(static_cast<double>(i) / 10);
   data.x_test = from_vector(tests);
@@ -197,14 +198,14 @@ Pooling nadaraya_watson(const Tensor& queries, const Tensor& keys, const Tensor&
 NWKernelRegression::NWKernelRegression(const NWKernelRegressionOptions& options,
                                        Generator& generator)
     : nn::Module("NWKernelRegression"), options_(options) {
-  check(options.weight_count >= 1, "NWKernelRegression: weight_count must be at least 1, got {}",
-        options.weight_count);
+  check(options.weight_count() >= 1, "NWKernelRegression: weight_count must be at least 1, got {}",
+        options.weight_count());
   // self.w = nn.Parameter(torch.rand((n,)))
-  w = register_parameter("w", rand({options.weight_count}, generator));
+  w = register_parameter("w", rand({options.weight_count()}, generator));
 }
 
 std::string NWKernelRegression::extra_repr() const {
-  return fmt::format("weight_count={}", options_.weight_count);
+  return fmt::format("weight_count={}", options_.weight_count());
 }
 
 // queries (Q) are repeated K times to meet their rows of keys (Q,K). Since
@@ -242,10 +243,10 @@ Tensor NWKernelRegression::attend(const Tensor& scores_unscaled, const Tensor& v
   const int64_t q = values.size(0);
   const int64_t k = values.size(1);
   check(k >= 1, "NWKernelRegression: keys {} have no columns to attend to", values.shape());
-  check(options_.weight_count == 1 || options_.weight_count == k,
+  check(options_.weight_count() == 1 || options_.weight_count() == k,
         "NWKernelRegression: w has {} entries but each query has {} keys; use a scalar w "
         "(weight_count 1) or one entry per key",
-        options_.weight_count, k);
+        options_.weight_count(), k);
 
   const Tensor weights = softmax(scores_unscaled * (w * w), 2);  // (Q,1,K)
   attention_weights_ = reshape(detach(weights), {q, k});
@@ -265,10 +266,10 @@ TrainResult train(NWKernelRegression& model, const Tensor& x_train, const Tensor
                   const TrainOptions& options,
                   const std::function<void(int64_t epoch, double loss)>& on_epoch) {
   check_pooling_inputs("nw_regression::train", x_train, x_train, y_train);
-  check(options.epochs_ >= 1, "nw_regression::train: epochs must be at least 1, got {}",
-        options.epochs_);
-  check(std::isfinite(options.lr_) && options.lr_ > 0,
-        "nw_regression::train: lr must be a positive finite number, got {}", options.lr_);
+  check(options.epochs() >= 1, "nw_regression::train: epochs must be at least 1, got {}",
+        options.epochs());
+  check(std::isfinite(options.lr()) && options.lr() > 0,
+        "nw_regression::train: lr must be a positive finite number, got {}", options.lr());
   const Tensor keys = leave_one_out(x_train);    // (N, N−1)
   const Tensor values = leave_one_out(y_train);  // (N, N−1)
   // forward(x_train, keys, values) without the parts that are the same every
@@ -282,11 +283,11 @@ TrainResult train(NWKernelRegression& model, const Tensor& x_train, const Tensor
     targets = reshape(y_train, {n, 1, 1});             // (N,1,1)
   }
 
-  nn::SGD optimizer(model.named_parameters(), nn::SGDOptions(options.lr_));
+  nn::SGD optimizer(model.named_parameters(), nn::SGDOptions(options.lr()));
   TrainResult result;
   // Only the compute is timed: the clock stops while on_epoch runs.
   double start = thread_cpu_ms();
-  for (int64_t epoch = 1; epoch <= options.epochs_; ++epoch) {
+  for (int64_t epoch = 1; epoch <= options.epochs(); ++epoch) {
     optimizer.zero_grad();
     // The seed's loss(net(…), y).sum() with an unreduced MSE: Σᵢ (f̂(xᵢ) − yᵢ)²,
     // which mse_loss's sum reduction forms as one graph node.
@@ -309,7 +310,7 @@ Pooling predict(NWKernelRegression& model, const Tensor& queries, const Tensor& 
                 const Tensor& values) {
   check_pooling_inputs("nw_regression::predict", queries, keys, values);
   const int64_t n = keys.numel();
-  const int64_t k = model.options().weight_count == 1 ? n : model.options().weight_count;
+  const int64_t k = model.options().weight_count() == 1 ? n : model.options().weight_count();
   check(k <= n, "nw_regression::predict: w has {} entries but there are only {} training pairs", k,
         n);
   NoGradGuard no_grad;
@@ -351,7 +352,7 @@ double mean_squared_error(const Tensor& prediction, const Tensor& truth) {
 
 ExperimentResult run_experiment(const ExperimentOptions& options,
                                 const std::function<void(int64_t epoch, double loss)>& on_epoch) {
-  Generator generator(options.seed_);
+  Generator generator(options.seed());
   ExperimentResult result;
   result.data = make_dataset(generator);
   const Dataset& data = result.data;
@@ -362,14 +363,14 @@ ExperimentResult run_experiment(const ExperimentOptions& options,
   result.attention = attention_pooling(data.x_test, data.x_train, data.y_train);
   for (size_t i = 0; i < kAllKernels.size(); ++i) {
     result.kernels[i] = nadaraya_watson(data.x_test, data.x_train, data.y_train, kAllKernels[i],
-                                        options.bandwidth_);
-    if (kAllKernels[i] == options.kernel_) result.kernel = result.kernels[i];
+                                        options.bandwidth());
+    if (kAllKernels[i] == options.kernel()) result.kernel = result.kernels[i];
   }
 
-  const int64_t weight_count = options.weight_shape_ == WeightShape::scalar ? 1 : n - 1;
+  const int64_t weight_count = options.weight_shape() == WeightShape::scalar ? 1 : n - 1;
   NWKernelRegression model(NWKernelRegressionOptions(weight_count), generator);
   result.training = train(model, data.x_train, data.y_train,
-                          TrainOptions().epochs(options.epochs_).lr(options.lr_), on_epoch);
+                          TrainOptions().epochs(options.epochs()).lr(options.lr()), on_epoch);
   result.learned = predict(model, data.x_test, data.x_train, data.y_train);
   result.learned_keys = slice(data.x_train, 0, 0, result.learned.attention_weights.size(1));
   result.w = model.w.clone_data();

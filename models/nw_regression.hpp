@@ -67,6 +67,12 @@ struct DatasetOptions {
     return *this;
   }
 
+  int64_t train_size() const { return train_size_; }
+  double noise_stddev() const { return noise_stddev_; }
+  double input_limit() const { return input_limit_; }
+  int64_t test_size() const { return test_size_; }
+
+ private:
   int64_t train_size_ = 50;
   double noise_stddev_ = 0.5;
   double input_limit_ = 5.0;
@@ -139,11 +145,18 @@ Pooling nadaraya_watson(const Tensor& queries, const Tensor& keys, const Tensor&
 // ---- Parametric attention pooling --------------------------------------------
 
 struct NWKernelRegressionOptions {
+  explicit NWKernelRegressionOptions(int64_t weight_count = 1) : weight_count_(weight_count) {}
   // How many entries w has: 1 (one width shared by every key) or K (one per
   // key slot; the seed uses K = N − 1, the leave-one-out key count).
-  explicit NWKernelRegressionOptions(int64_t weight_count = 1) : weight_count(weight_count) {}
+  NWKernelRegressionOptions& weight_count(int64_t value) {
+    weight_count_ = value;
+    return *this;
+  }
 
-  int64_t weight_count;
+  int64_t weight_count() const { return weight_count_; }
+
+ private:
+  int64_t weight_count_;
 };
 
 // The seed's NWKernelRegression: α = softmax over the keys of
@@ -185,15 +198,21 @@ class NWKernelRegression : public nn::Module {
 Tensor leave_one_out(const Tensor& x);
 
 struct TrainOptions {
+  // Passes over the training pairs, one SGD step each (seed: 100).
   TrainOptions& epochs(int64_t value) {
     epochs_ = value;
     return *this;
   }
+  // SGD's learning rate (seed: 0.5).
   TrainOptions& lr(double value) {
     lr_ = value;
     return *this;
   }
 
+  int64_t epochs() const { return epochs_; }
+  double lr() const { return lr_; }
+
+ private:
   int64_t epochs_ = 100;
   double lr_ = 0.5;
 };
@@ -252,6 +271,14 @@ struct ExperimentOptions {
     return *this;
   }
 
+  uint64_t seed() const { return seed_; }
+  int64_t epochs() const { return epochs_; }
+  double lr() const { return lr_; }
+  Kernel kernel() const { return kernel_; }
+  double bandwidth() const { return bandwidth_; }
+  WeightShape weight_shape() const { return weight_shape_; }
+
+ private:
   uint64_t seed_ = 0;
   int64_t epochs_ = 100;
   double lr_ = 0.5;

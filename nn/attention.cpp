@@ -50,7 +50,7 @@ void check_attention_inputs(const std::string& who, const Tensor& queries, const
 DotProductAttention::DotProductAttention(const DotProductAttentionOptions& options,
                                          Generator& generator)
     : Module("DotProductAttention") {
-  dropout = register_module("dropout", std::make_shared<Dropout>(options.dropout_p, generator));
+  dropout = register_module("dropout", std::make_shared<Dropout>(options.dropout(), generator));
 }
 
 // queries: (B,Tq,d), keys: (B,Tk,d), values: (B,Tk,dv) -> (B,Tq,dv)
@@ -78,32 +78,32 @@ std::string DotProductAttention::extra_repr() const {
 
 AdditiveAttention::AdditiveAttention(const AdditiveAttentionOptions& options, Generator& generator)
     : Module("AdditiveAttention"), options_(options) {
-  check(options.key_size > 0 && options.query_size > 0 && options.hidden_size > 0,
+  check(options.key_size() > 0 && options.query_size() > 0 && options.hidden_size() > 0,
         "AdditiveAttention: key_size ({}), query_size ({}) and hidden_size ({}) must all be "
         "positive",
-        options.key_size, options.query_size, options.hidden_size);
-  const int64_t h = options.hidden_size;
+        options.key_size(), options.query_size(), options.hidden_size());
+  const int64_t h = options.hidden_size();
   W_k = register_module(
-      "W_k", std::make_shared<Linear>(LinearOptions(options.key_size, h).bias(false), generator));
-  W_q = register_module(
-      "W_q", std::make_shared<Linear>(LinearOptions(options.query_size, h).bias(false), generator));
+      "W_k", std::make_shared<Linear>(LinearOptions(options.key_size(), h).bias(false), generator));
+  W_q = register_module("W_q", std::make_shared<Linear>(
+                                   LinearOptions(options.query_size(), h).bias(false), generator));
   w_v =
       register_module("w_v", std::make_shared<Linear>(LinearOptions(h, 1).bias(false), generator));
-  dropout = register_module("dropout", std::make_shared<Dropout>(options.dropout_p, generator));
+  dropout = register_module("dropout", std::make_shared<Dropout>(options.dropout(), generator));
 }
 
 std::string AdditiveAttention::describe() const {
   return fmt::format("AdditiveAttention(key_size={}, query_size={}, hidden_size={})",
-                     options_.key_size, options_.query_size, options_.hidden_size);
+                     options_.key_size(), options_.query_size(), options_.hidden_size());
 }
 
 // keys: (B,Tk,key_size) -> (B,Tk,h)
 Tensor AdditiveAttention::project_keys(const Tensor& keys) {
   check_3d(describe(), "keys", keys, "(batch, keys, key size)");
-  check(keys.shape()[2] == options_.key_size,
+  check(keys.shape()[2] == options_.key_size(),
         "{}: keys of shape {} have size {} on the last axis, but the layer was built for "
         "key_size = {}",
-        describe(), keys.shape(), keys.shape()[2], options_.key_size);
+        describe(), keys.shape(), keys.shape()[2], options_.key_size());
   return W_k->forward(keys);
 }
 
@@ -120,25 +120,55 @@ Tensor AdditiveAttention::forward_projected(const Tensor& queries, const Tensor&
                                             const std::vector<int64_t>& valid_lens) {
   const std::string who = describe();
   check_attention_inputs(who, queries, projected_keys, values, valid_lens, "projected keys");
-  check(queries.shape()[2] == options_.query_size,
+  check_sizes(who, queries, projected_keys);
+  return bmm(dropout->forward(score(queries, projected_keys, valid_lens)), values);
+}
+
+// queries: (B,Tq,query_size), projected_keys: (B,Tk,h) -> (B,Tq,Tk)
+Tensor AdditiveAttention::weights(const Tensor& queries, const Tensor& projected_keys,
+                                  const std::vector<int64_t>& valid_lens) {
+  const std::string who = describe();
+  check_3d(who, "queries", queries, "(batch, queries, query size)");
+  check_3d(who, "projected keys", projected_keys, "(batch, keys, hidden size)");
+  check(projected_keys.shape()[0] == queries.shape()[0],
+        "{}: batch sizes differ: queries {}, projected keys {}; both must have the same first "
+        "axis B",
+        who, queries.shape(), projected_keys.shape());
+  check(projected_keys.shape()[1] >= 1,
+        "{}: projected keys {} hold no keys (Tk = 0); attention needs at least one", who,
+        projected_keys.shape());
+  masked_softmax_row_lengths(
+      who, {queries.shape()[0], queries.shape()[1], projected_keys.shape()[1]}, valid_lens);
+  check_sizes(who, queries, projected_keys);
+  return score(queries, projected_keys, valid_lens);
+}
+
+void AdditiveAttention::check_sizes(const std::string& who, const Tensor& queries,
+                                    const Tensor& projected_keys) const {
+  check(queries.shape()[2] == options_.query_size(),
         "{}: queries of shape {} have size {} on the last axis, but the layer was built for "
         "query_size = {}",
-        who, queries.shape(), queries.shape()[2], options_.query_size);
-  check(projected_keys.shape()[2] == options_.hidden_size,
+        who, queries.shape(), queries.shape()[2], options_.query_size());
+  check(projected_keys.shape()[2] == options_.hidden_size(),
         "{}: projected keys of shape {} must have hidden_size = {} on the last axis (the output "
         "of project_keys)",
-        who, projected_keys.shape(), options_.hidden_size);
+        who, projected_keys.shape(), options_.hidden_size());
+}
+
+// queries: (B,Tq,query_size), projected_keys: (B,Tk,h) -> (B,Tq,Tk)
+Tensor AdditiveAttention::score(const Tensor& queries, const Tensor& projected_keys,
+                                const std::vector<int64_t>& valid_lens) {
   // (B,Tq,1,h) + (B,1,Tk,h) -> (B,Tq,Tk,h): every query meets every key.
   const Tensor features = tanh(unsqueeze(W_q->forward(queries), 2) + unsqueeze(projected_keys, 1));
   const Tensor scores = squeeze(w_v->forward(features), 3);  // (B,Tq,Tk)
   const Tensor weights = masked_softmax(scores, valid_lens);
   attention_weights_ = detach(weights);
-  return bmm(dropout->forward(weights), values);
+  return weights;
 }
 
 std::string AdditiveAttention::extra_repr() const {
-  return fmt::format("key_size={}, query_size={}, hidden_size={}, dropout={}", options_.key_size,
-                     options_.query_size, options_.hidden_size, dropout->p());
+  return fmt::format("key_size={}, query_size={}, hidden_size={}, dropout={}", options_.key_size(),
+                     options_.query_size(), options_.hidden_size(), dropout->p());
 }
 
 }  // namespace attograd::nn

@@ -48,10 +48,14 @@ namespace attograd::nn {
 struct DotProductAttentionOptions {
   // Dropout on the attention weights, in training mode only (default 0).
   DotProductAttentionOptions& dropout(double p) {
-    dropout_p = p;
+    dropout_ = p;
     return *this;
   }
-  double dropout_p = 0.0;
+
+  double dropout() const { return dropout_; }
+
+ private:
+  double dropout_ = 0.0;
 };
 
 // Scaled dot-product attention (Vaswani et al., 2017). No parameters: the
@@ -85,17 +89,23 @@ class DotProductAttention : public Module {
 
 struct AdditiveAttentionOptions {
   AdditiveAttentionOptions(int64_t key_size, int64_t query_size, int64_t hidden_size)
-      : key_size(key_size), query_size(query_size), hidden_size(hidden_size) {}
+      : key_size_(key_size), query_size_(query_size), hidden_size_(hidden_size) {}
   // Dropout on the attention weights, in training mode only (default 0).
   AdditiveAttentionOptions& dropout(double p) {
-    dropout_p = p;
+    dropout_ = p;
     return *this;
   }
 
-  int64_t key_size;     // size of each key
-  int64_t query_size;   // size of each query
-  int64_t hidden_size;  // h: the size W_q and W_k map into
-  double dropout_p = 0.0;
+  int64_t key_size() const { return key_size_; }        // size of each key
+  int64_t query_size() const { return query_size_; }    // size of each query
+  int64_t hidden_size() const { return hidden_size_; }  // h: the size W_q and W_k map into
+  double dropout() const { return dropout_; }
+
+ private:
+  int64_t key_size_;
+  int64_t query_size_;
+  int64_t hidden_size_;
+  double dropout_ = 0.0;
 };
 
 // Additive attention (Bahdanau et al., 2015): queries and keys are mapped
@@ -122,8 +132,15 @@ class AdditiveAttention : public Module {
   // projected_keys (B,Tk,h) from project_keys, values (B,Tk,dv) -> (B,Tq,dv).
   Tensor forward_projected(const Tensor& queries, const Tensor& projected_keys,
                            const Tensor& values, const std::vector<int64_t>& valid_lens = {});
+  // The weights alone, with their history, for a caller that pools the values
+  // itself: queries (B,Tq,query_size), projected_keys (B,Tk,h) -> α (B,Tq,Tk),
+  // each row summing to 1 over its valid keys and exactly 0 beyond them. No
+  // dropout: forward_projected is bmm(dropout(α), values).
+  Tensor weights(const Tensor& queries, const Tensor& projected_keys,
+                 const std::vector<int64_t>& valid_lens = {});
 
-  // (B,Tq,Tk): the weights of the last forward, before dropout, without history.
+  // (B,Tq,Tk): the weights of the last forward (or weights()), before
+  // dropout, without history.
   const Tensor& attention_weights() const { return attention_weights_; }
   const AdditiveAttentionOptions& options() const { return options_; }
 
@@ -138,6 +155,12 @@ class AdditiveAttention : public Module {
  private:
   // "AdditiveAttention(key_size=2, query_size=20, hidden_size=8)", for messages.
   std::string describe() const;
+  // The last axes of queries and projected keys against the layer's sizes.
+  void check_sizes(const std::string& who, const Tensor& queries,
+                   const Tensor& projected_keys) const;
+  // α = masked_softmax(w_vᵀ tanh(q' + k')) for checked inputs; kept in attention_weights_.
+  Tensor score(const Tensor& queries, const Tensor& projected_keys,
+               const std::vector<int64_t>& valid_lens);
 
   AdditiveAttentionOptions options_;
   Tensor attention_weights_;

@@ -15,11 +15,11 @@ namespace attograd::nn {
 
 Embedding::Embedding(const EmbeddingOptions& options, Generator& generator)
     : Module("Embedding"), options_(options) {
-  const int64_t V = options.num_embeddings, D = options.embedding_dim;
+  const int64_t V = options.num_embeddings(), D = options.embedding_dim();
   check(V > 0 && D > 0, "Embedding: num_embeddings ({}) and embedding_dim ({}) must be positive", V,
         D);
-  if (options.padding_index) {
-    const int64_t id = *options.padding_index;
+  if (options.padding_idx()) {
+    const int64_t id = *options.padding_idx();
     check(-V <= id && id < V,
           "Embedding: padding_idx {} is out of range for {} embeddings (valid: {}..{})", id, V, -V,
           V - 1);
@@ -37,11 +37,11 @@ Tensor Embedding::forward(const std::vector<int64_t>& ids) {
 
 // ids: ids_shape.numel() ids -> (ids_shape..., D): the embedding op (autograd/ops.hpp)
 Tensor Embedding::forward(const std::vector<int64_t>& ids, const Shape& ids_shape) {
-  return embedding(weight, ids, ids_shape, padding_idx_, options_.sparse_gradient);
+  return embedding(weight, ids, ids_shape, padding_idx_, options_.sparse());
 }
 
 std::string Embedding::extra_repr() const {
-  std::string out = fmt::format("{}, {}", options_.num_embeddings, options_.embedding_dim);
+  std::string out = fmt::format("{}, {}", options_.num_embeddings(), options_.embedding_dim());
   if (padding_idx_) out += fmt::format(", padding_idx={}", *padding_idx_);
   return out;
 }

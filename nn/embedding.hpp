@@ -21,26 +21,32 @@ namespace attograd::nn {
 
 struct EmbeddingOptions {
   EmbeddingOptions(int64_t num_embeddings, int64_t embedding_dim)
-      : num_embeddings(num_embeddings), embedding_dim(embedding_dim) {}
+      : num_embeddings_(num_embeddings), embedding_dim_(embedding_dim) {}
   // The id whose row is kept at zero and gets no gradient. A negative value
   // counts from the end (−1 is the last id), as in PyTorch.
   EmbeddingOptions& padding_idx(int64_t id) {
-    padding_index = id;
+    padding_idx_ = id;
     return *this;
   }
-
   // Name the table's gradient as the rows read (PyTorch's sparse=True): the
   // fast path then keeps just those rows and plain SGD updates just them
   // (autograd/fast/deferred_gradient.hpp). Default false.
   EmbeddingOptions& sparse(bool on) {
-    sparse_gradient = on;
+    sparse_ = on;
     return *this;
   }
 
-  int64_t num_embeddings;  // vocabulary size V
-  int64_t embedding_dim;   // vector size D
-  std::optional<int64_t> padding_index;
-  bool sparse_gradient = false;
+  int64_t num_embeddings() const { return num_embeddings_; }  // vocabulary size V
+  int64_t embedding_dim() const { return embedding_dim_; }    // vector size D
+  // As given, before a negative id is counted from the end.
+  std::optional<int64_t> padding_idx() const { return padding_idx_; }
+  bool sparse() const { return sparse_; }
+
+ private:
+  int64_t num_embeddings_;
+  int64_t embedding_dim_;
+  std::optional<int64_t> padding_idx_;
+  bool sparse_ = false;
 };
 
 class Embedding : public Module {
@@ -55,7 +61,7 @@ class Embedding : public Module {
 
   const EmbeddingOptions& options() const { return options_; }
   // Switch EmbeddingOptions::sparse after construction.
-  void set_sparse(bool on) { options_.sparse_gradient = on; }
+  void set_sparse(bool on) { options_.sparse(on); }
   // The padding id in [0, V), if one was set.
   std::optional<int64_t> padding_idx() const { return padding_idx_; }
 

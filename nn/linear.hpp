@@ -17,16 +17,21 @@ namespace attograd::nn {
 
 struct LinearOptions {
   LinearOptions(int64_t in_features, int64_t out_features)
-      : in_features(in_features), out_features(out_features) {}
+      : in_features_(in_features), out_features_(out_features) {}
   // Whether to learn an additive bias (default true).
   LinearOptions& bias(bool on) {
-    has_bias = on;
+    bias_ = on;
     return *this;
   }
 
-  int64_t in_features;
-  int64_t out_features;
-  bool has_bias = true;
+  int64_t in_features() const { return in_features_; }
+  int64_t out_features() const { return out_features_; }
+  bool bias() const { return bias_; }
+
+ private:
+  int64_t in_features_;
+  int64_t out_features_;
+  bool bias_ = true;
 };
 
 class Linear : public Layer {
@@ -36,6 +41,11 @@ class Linear : public Layer {
 
   // x: (*, in) -> (*, out); any number of leading axes, including none.
   Tensor forward(const Tensor& x) override;
+
+  // Draws weight, then bias, afresh from `generator` with the constructor's
+  // rule (PyTorch's reset_parameters), for a model that must create its
+  // layers in one order but draw their values in another.
+  void reset_parameters(Generator& generator);
 
   const LinearOptions& options() const { return options_; }
 

@@ -86,4 +86,23 @@ class Module {
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
 };
 
+// Puts a module (and its children) in evaluation mode for one scope and
+// restores the mode it had when the scope ends, so a model can translate or
+// predict in the middle of training without switching dropout back on by hand:
+//
+//   { const nn::EvalModeGuard eval_mode(model); model.translate(source); }
+class EvalModeGuard {
+ public:
+  explicit EvalModeGuard(Module& module) : module_(module), was_training_(module.is_training()) {
+    module_.eval();
+  }
+  ~EvalModeGuard() { module_.train(was_training_); }
+  EvalModeGuard(const EvalModeGuard&) = delete;
+  EvalModeGuard& operator=(const EvalModeGuard&) = delete;
+
+ private:
+  Module& module_;
+  bool was_training_;
+};
+
 }  // namespace attograd::nn

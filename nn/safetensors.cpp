@@ -115,31 +115,24 @@ struct Entry {
   uint64_t end = 0;
 };
 
-// Checks one header entry against the data section [data_start, data_start +
-// data_size) of the file. Appends what is wrong to `problems`; returns the
-// entry only when nothing is.
-std::optional<Entry> parse_entry(const std::string& name, const Json& value, uint64_t data_start,
-                                 uint64_t data_size, std::vector<std::string>& problems) {
-  const size_t problems_before = problems.size();
-  auto problem = [&](std::string text) {
-    problems.push_back(fmt::format("tensor '{}': {}", name, text));
-  };
-  if (!value.is_object()) {
-    problem(fmt::format("expected an object with dtype, shape and data_offsets, found {}",
-                        value.type_name()));
-    return std::nullopt;
-  }
-  for (const char* field : {"dtype", "shape", "data_offsets"}) {
-    if (!value.contains(field)) problem(fmt::format("the \"{}\" field is missing", field));
-  }
-  if (problems.size() != problems_before) return std::nullopt;
+// Each check below looks at one field of a header entry, appends what is
+// wrong with it to `problems` (as "tensor '<name>': …") and fills its part of
+// `entry` when nothing is.
+class EntryChecker {
+ public:
+  EntryChecker(const std::string& name, std::vector<std::string>& problems)
+      : name_(name), problems_(problems) {}
 
-  Entry entry;
-  entry.name = name;
-  const Json& dtype = value["dtype"];
-  if (!dtype.is_string()) {
-    problem(fmt::format("\"dtype\" must be a string, found {}", dtype.type_name()));
-  } else {
+  void problem(const std::string& text) {
+    problems_.push_back(fmt::format("tensor '{}': {}", name_, text));
+  }
+
+  // "dtype": a string naming a dtype attograd reads.
+  void dtype(const Json& dtype, Entry& entry) {
+    if (!dtype.is_string()) {
+      problem(fmt::format("\"dtype\" must be a string, found {}", dtype.type_name()));
+      return;
+    }
     entry.dtype = dtype.get<std::string>();
     const bool known = std::find(std::begin(kKnownDtypes), std::end(kKnownDtypes), entry.dtype) !=
                        std::end(kKnownDtypes);
@@ -151,28 +144,32 @@ std::optional<Entry> parse_entry(const std::string& name, const Json& value, uin
     }
   }
 
-  // Sizes and offsets must be non-negative integers (the parser keeps those
-  // as unsigned); a shape must also fit an int64_t.
-  const Json& shape = value["shape"];
-  const bool shape_ok =
-      shape.is_array() && std::all_of(shape.begin(), shape.end(), [](const Json& size) {
-        return size.is_number_unsigned() &&
-               size.get<uint64_t>() <= uint64_t(std::numeric_limits<int64_t>::max());
-      });
-  if (!shape_ok) {
-    problem(
-        fmt::format("\"shape\" must be a list of non-negative integers, found {}", shape.dump()));
-  } else {
+  // "shape": non-negative integers (the parser keeps those as unsigned) that
+  // each fit an int64_t.
+  void shape(const Json& shape, Entry& entry) {
+    const bool shape_ok =
+        shape.is_array() && std::all_of(shape.begin(), shape.end(), [](const Json& size) {
+          return size.is_number_unsigned() &&
+                 size.get<uint64_t>() <= uint64_t(std::numeric_limits<int64_t>::max());
+        });
+    if (!shape_ok) {
+      problem(
+          fmt::format("\"shape\" must be a list of non-negative integers, found {}", shape.dump()));
+      return;
+    }
     for (const Json& size : shape) entry.shape.push_back(size.get<int64_t>());
   }
-  const Json& offsets = value["data_offsets"];
-  const bool offsets_ok = offsets.is_array() && offsets.size() == 2 &&
-                          offsets[0].is_number_unsigned() && offsets[1].is_number_unsigned() &&
-                          offsets[0].get<uint64_t>() <= offsets[1].get<uint64_t>();
-  if (!offsets_ok) {
-    problem(fmt::format("\"data_offsets\" must be [begin, end] with 0 <= begin <= end, found {}",
-                        offsets.dump()));
-  } else {
+
+  // "data_offsets": [begin, end] with begin <= end, inside the data section.
+  void offsets(const Json& offsets, uint64_t data_start, uint64_t data_size, Entry& entry) {
+    const bool offsets_ok = offsets.is_array() && offsets.size() == 2 &&
+                            offsets[0].is_number_unsigned() && offsets[1].is_number_unsigned() &&
+                            offsets[0].get<uint64_t>() <= offsets[1].get<uint64_t>();
+    if (!offsets_ok) {
+      problem(fmt::format("\"data_offsets\" must be [begin, end] with 0 <= begin <= end, found {}",
+                          offsets.dump()));
+      return;
+    }
     entry.begin = offsets[0].get<uint64_t>();
     entry.end = offsets[1].get<uint64_t>();
     if (entry.end > data_size) {
@@ -182,25 +179,58 @@ std::optional<Entry> parse_entry(const std::string& name, const Json& value, uin
           entry.begin, entry.end, data_start + entry.end, data_start + data_size));
     }
   }
-  if (problems.size() != problems_before) return std::nullopt;
 
-  // numel · bytes per value, refusing sizes that overflow 64 bits.
-  uint64_t needed = bytes_per_value(entry.dtype);
-  for (int64_t size : entry.shape) {
-    const auto factor = static_cast<uint64_t>(size);
-    if (factor != 0 && needed > std::numeric_limits<uint64_t>::max() / factor) {
-      problem(fmt::format("shape {} is too large", json_shape(entry.shape)));
-      return std::nullopt;
+  // The offsets hold exactly numel · bytes per value, refusing sizes that
+  // overflow 64 bits. Returns whether they do.
+  bool byte_count(const Entry& entry, uint64_t data_start) {
+    uint64_t needed = bytes_per_value(entry.dtype);
+    for (int64_t size : entry.shape) {
+      const auto factor = static_cast<uint64_t>(size);
+      if (factor != 0 && needed > std::numeric_limits<uint64_t>::max() / factor) {
+        problem(fmt::format("shape {} is too large", json_shape(entry.shape)));
+        return false;
+      }
+      needed *= factor;
     }
-    needed *= factor;
+    if (entry.end - entry.begin != needed) {
+      problem(fmt::format(
+          "data_offsets [{}, {}] (file bytes {}..{}) hold {} bytes, but shape {} of {} needs {}",
+          entry.begin, entry.end, data_start + entry.begin, data_start + entry.end,
+          entry.end - entry.begin, json_shape(entry.shape), entry.dtype, needed));
+      return false;
+    }
+    return true;
   }
-  if (entry.end - entry.begin != needed) {
-    problem(fmt::format(
-        "data_offsets [{}, {}] (file bytes {}..{}) hold {} bytes, but shape {} of {} needs {}",
-        entry.begin, entry.end, data_start + entry.begin, data_start + entry.end,
-        entry.end - entry.begin, json_shape(entry.shape), entry.dtype, needed));
+
+ private:
+  const std::string& name_;
+  std::vector<std::string>& problems_;
+};
+
+// Checks one header entry against the data section [data_start, data_start +
+// data_size) of the file. Appends what is wrong to `problems`; returns the
+// entry only when nothing is.
+std::optional<Entry> parse_entry(const std::string& name, const Json& value, uint64_t data_start,
+                                 uint64_t data_size, std::vector<std::string>& problems) {
+  const size_t problems_before = problems.size();
+  EntryChecker checker(name, problems);
+  if (!value.is_object()) {
+    checker.problem(fmt::format("expected an object with dtype, shape and data_offsets, found {}",
+                                value.type_name()));
     return std::nullopt;
   }
+  for (const char* field : {"dtype", "shape", "data_offsets"}) {
+    if (!value.contains(field)) checker.problem(fmt::format("the \"{}\" field is missing", field));
+  }
+  if (problems.size() != problems_before) return std::nullopt;
+
+  Entry entry;
+  entry.name = name;
+  checker.dtype(value["dtype"], entry);
+  checker.shape(value["shape"], entry);
+  checker.offsets(value["data_offsets"], data_start, data_size, entry);
+  if (problems.size() != problems_before) return std::nullopt;
+  if (!checker.byte_count(entry, data_start)) return std::nullopt;
   return entry;
 }
 

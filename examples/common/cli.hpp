@@ -1,20 +1,21 @@
 // examples/common/cli.hpp — the command lines of the example programs.
 //
-// Flags are bound to the fields of an options struct; a field's value before
-// parsing is the flag's default, and `--help` is generated from the
-// declarations:
+// Flags are bound to the fields of a plain struct, the program's Flags (the
+// parser writes into the fields, so unlike the library's options structs it
+// has no setters); a field's value before parsing is the flag's default, and
+// `--help` is generated from the declarations:
 //
-//   struct Options { int epochs = 10; double lr = 0.5; std::string kernel = "gaussian";
-//                    bool verbose = false; };
+//   struct Flags { int epochs = 10; double lr = 0.5; std::string kernel = "gaussian";
+//                  bool verbose = false; };
 //
 //   int main(int argc, char** argv) {
-//     Options options;
+//     Flags flags;
 //     cli::Parser parser("kernel_regression", "Nadaraya-Watson kernel regression.");
-//     parser.flag("epochs", options.epochs, "training epochs", cli::positive())
-//           .flag("lr", options.lr, "learning rate", cli::positive())
-//           .choice("kernel", options.kernel, {"gaussian", "boxcar", "epanechnikov"}, "kernel")
-//           .flag("verbose", options.verbose, "print every epoch");
-//     return cli::run_main(parser, argc, argv, [&] { return train(options); });
+//     parser.flag("epochs", flags.epochs, "training epochs", cli::positive())
+//           .flag("lr", flags.lr, "learning rate", cli::positive())
+//           .choice("kernel", flags.kernel, {"gaussian", "boxcar", "epanechnikov"}, "kernel")
+//           .flag("verbose", flags.verbose, "print every epoch");
+//     return cli::run_main(parser, argc, argv, [&] { return train(flags); });
 //   }
 //
 // Accepted forms: `--name value`, `--name=value`, and `--name` alone for a

@@ -67,13 +67,13 @@ struct PaddedArray {
 // sentences: N lists of words -> (N,T) ids and (N) valid lengths.
 PaddedArray build_padded_array(const std::vector<std::vector<std::string>>& sentences,
                                const Vocabulary& vocabulary, std::int64_t num_steps,
-                               std::int64_t eos = kBatchedEos, std::int64_t pad = kBatchedPad);
+                               std::int64_t eos = special_id(kBatchedLayout, TokenRole::end),
+                               std::int64_t pad = special_id(kBatchedLayout, TokenRole::pad));
 
 // The given rows of `array`, in the given order: (N,T) -> (B,T).
 PaddedArray gather_rows(const PaddedArray& array, std::span<const std::int64_t> rows);
 
-class BatchedDataOptions {
- public:
+struct BatchedDataOptions {
   // T, the length every sentence is cut or padded to (d2l: 10 in the seq2seq chapter).
   BatchedDataOptions& num_steps(std::int64_t value) {
     num_steps_ = value;

@@ -47,8 +47,7 @@ struct SentencePair {
 };
 
 // Options of read_pairs, set by chaining: ReadOptions().reverse(true).
-class ReadOptions {
- public:
+struct ReadOptions {
   // false (default): French -> English, the tutorial's direction.
   // true: English -> French, the file's own column order (d2l's direction).
   ReadOptions& reverse(bool value) {
@@ -132,8 +131,7 @@ void require_pairs(const std::vector<SentencePair>& pairs, const ReadReport& rep
 // "they are ", "they re " (normalised text, so "I'm" is "i m").
 const std::vector<std::string>& tutorial_english_prefixes();
 
-class FilterOptions {
- public:
+struct FilterOptions {
   // Both sentences must have fewer than this many words (the tutorial's
   // MAX_LENGTH = 10; "." counts as a word).
   FilterOptions& max_words(std::int64_t value) {
@@ -172,8 +170,7 @@ std::vector<SentencePair> filter_pairs(const std::vector<SentencePair>& pairs, D
 
 // ---------------------------------------------------------------- splitting
 
-class SplitOptions {
- public:
+struct SplitOptions {
   // The share of distinct source sentences held out, in [0, 1).
   SplitOptions& validation_fraction(double value) {
     validation_fraction_ = value;

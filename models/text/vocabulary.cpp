@@ -219,7 +219,24 @@ bool operator==(const Vocabulary& a, const Vocabulary& b) {
          a.unknown_index_ == b.unknown_index_;
 }
 
-Vocabulary make_tutorial_vocabulary() { return Vocabulary({"SOS", "EOS", "<unk>"}, "<unk>"); }
+std::vector<std::string> special_words(SpecialLayout layout) {
+  std::vector<std::string> words;
+  for (const SpecialToken& token : layout) words.emplace_back(token.word);
+  return words;
+}
+
+std::optional<std::string> unknown_word(SpecialLayout layout) {
+  for (const SpecialToken& token : layout) {
+    if (token.role == TokenRole::unknown) return std::string(token.word);
+  }
+  return std::nullopt;
+}
+
+Vocabulary make_vocabulary(SpecialLayout layout) {
+  return Vocabulary(special_words(layout), unknown_word(layout));
+}
+
+Vocabulary make_tutorial_vocabulary() { return make_vocabulary(kTutorialLayout); }
 
 std::map<std::string, std::int64_t> count_tokens(
     const std::vector<std::vector<std::string>>& sentences) {
@@ -256,8 +273,8 @@ Vocabulary make_batched_vocabulary(const std::vector<std::vector<std::string>>& 
                                    std::int64_t min_frequency) {
   check(min_frequency >= 1, "make_batched_vocabulary: min_frequency must be at least 1, got {}",
         min_frequency);
-  return vocabulary_from_counts(count_tokens(sentences), {"<pad>", "<bos>", "<eos>", "<unk>"},
-                                "<unk>", min_frequency);
+  return vocabulary_from_counts(count_tokens(sentences), special_words(kBatchedLayout),
+                                unknown_word(kBatchedLayout), min_frequency);
 }
 
 std::optional<std::string> vocabulary_difference(const Vocabulary& expected,

@@ -2,23 +2,27 @@
 //
 // A Vocabulary maps each word to a row of an embedding table and back. The
 // first indices are reserved for special tokens given at construction; words
-// follow in the order they were added. Two layouts are used in attograd:
+// follow in the order they were added. Each recipe reserves the special
+// tokens it uses in a layout of its own; both layouts are defined below, and
+// the recipes take their token ids from them:
 //
-//   tutorial (make_tutorial_vocabulary)   0 SOS   1 EOS   2 <unk>
+//   tutorial (kTutorialLayout, make_tutorial_vocabulary)   0 SOS   1 EOS   2 <unk>
 //     Words are added in order of first appearance in the training pairs.
 //     <unk> is never seen in training; at evaluation an unseen word is
 //     encoded as <unk> and counted, instead of crashing the lookup.
 //
-//   batched, d2l (make_batched_vocabulary)   0 <pad>  1 <bos>  2 <eos>  3 <unk>
+//   batched, d2l (kBatchedLayout, make_batched_vocabulary)   0 <pad>  1 <bos>  2 <eos>  3 <unk>
 //     Words seen at least min_frequency times, by descending count, ties in
 //     byte order of the word. Rarer words become <unk>. d2l puts <unk> at 0;
 //     we put <pad> at 0 so that a zero-filled id array is all padding and
 //     "id != 0" is the mask of real tokens.
 //
 // A vocabulary is part of a trained model: a checkpoint stores
-// serialize()'s text and the loader checks it with check_same_vocabulary.
+// serialize()'s text and the loader checks it with check_same_vocabulary. So
+// a layout, and with it every special token's id, never changes.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -30,16 +34,44 @@
 
 namespace attograd::text {
 
-// The tutorial layout.
-inline constexpr std::int64_t kTutorialSos = 0;      // start of sentence: first decoder input
-inline constexpr std::int64_t kTutorialEos = 1;      // end of sentence: appended to every target
-inline constexpr std::int64_t kTutorialUnknown = 2;  // <unk>: a word the model never saw
+// ---------------------------------------------------------------- special tokens
 
-// The batched (d2l) layout.
-inline constexpr std::int64_t kBatchedPad = 0;      // <pad>: fills a row up to num_steps
-inline constexpr std::int64_t kBatchedBos = 1;      // <bos>: first decoder input
-inline constexpr std::int64_t kBatchedEos = 2;      // <eos>: appended to every sentence
-inline constexpr std::int64_t kBatchedUnknown = 3;  // <unk>: a rare or unseen word
+// What a special token stands for; a layout lists the ones its recipe uses.
+enum class TokenRole {
+  pad,      // fills a row up to num_steps
+  start,    // the decoder's first input (SOS, <bos>)
+  end,      // ends every sentence (EOS, <eos>)
+  unknown,  // a word the vocabulary lacks (<unk>)
+};
+
+struct SpecialToken {
+  TokenRole role;
+  std::string_view word;  // its spelling in the vocabulary
+};
+
+// A layout: the special tokens of one recipe in id order (the first has id 0).
+using SpecialLayout = std::span<const SpecialToken>;
+
+inline constexpr SpecialToken kTutorialLayout[] = {
+    {TokenRole::start, "SOS"}, {TokenRole::end, "EOS"}, {TokenRole::unknown, "<unk>"}};
+inline constexpr SpecialToken kBatchedLayout[] = {{TokenRole::pad, "<pad>"},
+                                                  {TokenRole::start, "<bos>"},
+                                                  {TokenRole::end, "<eos>"},
+                                                  {TokenRole::unknown, "<unk>"}};
+
+// The id of the token playing `role` in `layout`, at compile time. Asking a
+// layout for a role it does not use (the tutorial's has no pad) does not compile.
+consteval std::int64_t special_id(SpecialLayout layout, TokenRole role) {
+  for (std::size_t i = 0; i < layout.size(); ++i) {
+    if (layout[i].role == role) return static_cast<std::int64_t>(i);
+  }
+  throw "special_id: the layout has no token for this role";
+}
+
+// The spellings of `layout`'s tokens in id order, and the one unseen words
+// become (std::nullopt if the layout has no unknown token).
+std::vector<std::string> special_words(SpecialLayout layout);
+std::optional<std::string> unknown_word(SpecialLayout layout);
 
 // The result of encoding a sentence: its ids, and how many of its words were
 // not in the vocabulary and became the unknown token.
@@ -105,6 +137,8 @@ class Vocabulary {
   std::optional<std::int64_t> unknown_index_;
 };
 
+// An empty vocabulary holding `layout`'s special tokens.
+Vocabulary make_vocabulary(SpecialLayout layout);
 // An empty vocabulary in the tutorial layout: SOS, EOS, <unk>.
 Vocabulary make_tutorial_vocabulary();
 

@@ -43,7 +43,7 @@ EncodedSentence encode_sentence(const text::Vocabulary& vocabulary, std::string_
     if (const std::optional<int64_t> id = vocabulary.find(word)) {
       encoded.ids.push_back(*id);
     } else {
-      encoded.ids.push_back(text::kTutorialUnknown);
+      encoded.ids.push_back(kUnknown);
       encoded.unknown_words.push_back(word);
     }
   }

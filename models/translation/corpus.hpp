@@ -27,8 +27,7 @@
 
 namespace attograd::seq2seq {
 
-class CorpusOptions {
- public:
+struct CorpusOptions {
   // The Tatoeba file: english<TAB>french[<TAB>attribution] per line.
   CorpusOptions& path(std::filesystem::path value) {
     path_ = std::move(value);

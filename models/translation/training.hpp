@@ -36,8 +36,7 @@
 
 namespace attograd::seq2seq {
 
-class TrainingOptions {
- public:
+struct TrainingOptions {
   // Training iterations in all, one random pair each (tutorial: 75,000).
   TrainingOptions& iterations(int64_t value) {
     iterations_ = value;

@@ -18,7 +18,7 @@ namespace cli = attograd::cli;
 namespace {
 
 // Every kind of flag, bound to one struct.
-struct Options {
+struct Flags {
   std::string out = "plot.svg";
   int epochs = 10;
   std::int64_t seed = 42;
@@ -30,18 +30,18 @@ struct Options {
 };
 
 struct Fixture {
-  Options options;
+  Flags flags;
   cli::Parser parser{"kernel_regression", "Nadaraya-Watson kernel regression."};
 
   Fixture() {
-    parser.flag("out", options.out, "where to write the plot")
-        .flag("epochs", options.epochs, "training epochs", cli::positive())
-        .flag("seed", options.seed, "random seed")
-        .flag("batch-size", options.batch_size, "examples per step", cli::at_least(1))
-        .flag("dropout", options.dropout, "dropout probability", cli::in_range(0, 1))
-        .flag("lr", options.lr, "learning rate", cli::positive())
-        .flag("verbose", options.verbose, "print every epoch")
-        .choice("kernel", options.kernel, {"gaussian", "boxcar", "epanechnikov"}, "kernel shape");
+    parser.flag("out", flags.out, "where to write the plot")
+        .flag("epochs", flags.epochs, "training epochs", cli::positive())
+        .flag("seed", flags.seed, "random seed")
+        .flag("batch-size", flags.batch_size, "examples per step", cli::at_least(1))
+        .flag("dropout", flags.dropout, "dropout probability", cli::in_range(0, 1))
+        .flag("lr", flags.lr, "learning rate", cli::positive())
+        .flag("verbose", flags.verbose, "print every epoch")
+        .choice("kernel", flags.kernel, {"gaussian", "boxcar", "epanechnikov"}, "kernel shape");
   }
 
   // Parses and returns the UsageError message ("" when parsing succeeds).
@@ -89,8 +89,8 @@ struct Translate {
 TEST_CASE("defaults stay when no flag is given", "[cli]") {
   Fixture f;
   CHECK(f.parser.parse(std::vector<std::string>{}));
-  CHECK(f.options.epochs == 10);
-  CHECK(f.options.out == "plot.svg");
+  CHECK(f.flags.epochs == 10);
+  CHECK(f.flags.out == "plot.svg");
   CHECK(f.parser.command() == "");
 }
 
@@ -98,32 +98,32 @@ TEST_CASE("every flag type parses in both spellings", "[cli]") {
   Fixture f;
   CHECK(f.parser.parse({"--out", "a b.svg", "--epochs=7", "--seed", "-3", "--batch-size=64",
                         "--dropout", "0.25", "--lr=1e-3", "--verbose", "--kernel", "boxcar"}));
-  CHECK(f.options.out == "a b.svg");
-  CHECK(f.options.epochs == 7);
-  CHECK(f.options.seed == -3);
-  CHECK(f.options.batch_size == 64);
-  CHECK(f.options.dropout == 0.25f);
-  CHECK(f.options.lr == 1e-3);
-  CHECK(f.options.verbose);
-  CHECK(f.options.kernel == "boxcar");
+  CHECK(f.flags.out == "a b.svg");
+  CHECK(f.flags.epochs == 7);
+  CHECK(f.flags.seed == -3);
+  CHECK(f.flags.batch_size == 64);
+  CHECK(f.flags.dropout == 0.25f);
+  CHECK(f.flags.lr == 1e-3);
+  CHECK(f.flags.verbose);
+  CHECK(f.flags.kernel == "boxcar");
 
   CHECK(f.parser.parse({"--verbose=false", "--out=", "--kernel=epanechnikov", "--epochs", "+9"}));
-  CHECK(!f.options.verbose);
-  CHECK(f.options.out == "");
-  CHECK(f.options.kernel == "epanechnikov");
-  CHECK(f.options.epochs == 9);
+  CHECK(!f.flags.verbose);
+  CHECK(f.flags.out == "");
+  CHECK(f.flags.kernel == "epanechnikov");
+  CHECK(f.flags.epochs == 9);
   // The last occurrence wins; a value may contain '='.
   CHECK(f.parser.parse({"--epochs=1", "--epochs=2", "--out=a=b"}));
-  CHECK(f.options.epochs == 2);
-  CHECK(f.options.out == "a=b");
+  CHECK(f.flags.epochs == 2);
+  CHECK(f.flags.out == "a=b");
 }
 
 TEST_CASE("parse takes argc and argv", "[cli]") {
   Fixture f;
   const char* argv[] = {"kernel_regression", "--epochs", "3", "--verbose", nullptr};
   CHECK(f.parser.parse(4, argv));
-  CHECK(f.options.epochs == 3);
-  CHECK(f.options.verbose);
+  CHECK(f.flags.epochs == 3);
+  CHECK(f.flags.verbose);
 }
 
 TEST_CASE("bad values give one-line messages naming the flag", "[cli]") {
@@ -249,7 +249,7 @@ TEST_CASE("help for a program with commands and for one command", "[cli]") {
 }
 
 TEST_CASE("mistakes in the declarations are programming errors", "[cli]") {
-  Options o;
+  Flags o;
   cli::Parser parser("p");
   parser.flag("epochs", o.epochs, "");
   CHECK_THROWS_WITH(parser.flag("epochs", o.epochs, ""),

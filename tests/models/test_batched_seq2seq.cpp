@@ -218,7 +218,7 @@ TEST_CASE("BatchedSeq2Seq: shapes, masks and PyTorch's parameter names", "[batch
   const text::PaddedArray source = padded({{3, 4, 5, kEos}, {6, kEos}, {7, 8, kEos}}, 5);
   const EncoderOutput encoded = model.encoder->forward(source.ids, {3, 5}, source.valid_lengths);
   REQUIRE(encoded.outputs.shape() == Shape{3, 5, 6});
-  REQUIRE(encoded.state.shape() == Shape{2, 3, 6});
+  REQUIRE(encoded.hidden.shape() == Shape{2, 3, 6});
   CHECK(encoded.outputs.at({1, 2, 0}) == real(0));  // padding: zero outputs
   CHECK(encoded.outputs.at({0, 4, 5}) == real(0));
   CHECK(encoded.outputs.at({0, 3, 0}) != real(0));
@@ -272,7 +272,7 @@ TEST_CASE("BatchedSeq2Seq: the encoder's state is the state after each sentence'
   for (int64_t b = 0; b < 3; ++b) {
     const auto length = static_cast<int64_t>(sentences[b].size());
     const EncoderOutput alone = model.encoder->forward(sentences[b], {1, length}, {length});
-    CHECK(max_difference(select(together.state, 1, b), select(alone.state, 1, 0)) <= kClose);
+    CHECK(max_difference(select(together.hidden, 1, b), select(alone.hidden, 1, 0)) <= kClose);
     CHECK(max_difference(narrow(select(together.outputs, 0, b), 0, 0, length),
                          select(alone.outputs, 0, 0)) <= kClose);
   }

@@ -108,6 +108,26 @@ TEST_CASE("make_dataset rejects impossible options", "[nw_regression]") {
   CHECK_THROWS_AS(make_dataset(generator, DatasetOptions().test_size(0)), Error);
 }
 
+TEST_CASE("the options have the seed's defaults and read back what is set", "[nw_regression]") {
+  const DatasetOptions data;
+  CHECK(data.train_size() == 50);
+  CHECK(data.noise_stddev() == 0.5);
+  CHECK(data.input_limit() == 5.0);
+  CHECK(data.test_size() == 60);
+  CHECK(DatasetOptions().train_size(7).train_size() == 7);
+  CHECK(TrainOptions().epochs() == 100);
+  CHECK(TrainOptions().lr() == 0.5);
+  CHECK(TrainOptions().epochs(3).lr(0.1).lr() == 0.1);
+  CHECK(NWKernelRegressionOptions().weight_count() == 1);
+  CHECK(NWKernelRegressionOptions().weight_count(49).weight_count() == 49);
+  const ExperimentOptions experiment =
+      ExperimentOptions().seed(3).kernel(Kernel::boxcar).weight_shape(WeightShape::vector);
+  CHECK(experiment.seed() == 3);
+  CHECK(experiment.kernel() == Kernel::boxcar);
+  CHECK(experiment.weight_shape() == WeightShape::vector);
+  CHECK(experiment.bandwidth() == 1.0);
+}
+
 // ---------------------------------------------------------------- nonparametric estimators
 
 TEST_CASE("average pooling predicts the mean of the targets everywhere", "[nw_regression]") {

@@ -29,6 +29,10 @@
 #include "models/translation/corpus.hpp"
 #include "models/translation/training.hpp"
 #include "nn/checkpoint.hpp"
+#include "nn/dropout.hpp"
+#include "nn/embedding.hpp"
+#include "nn/gru.hpp"
+#include "nn/linear.hpp"
 #include "nn/optim.hpp"
 #include "tensor/factory.hpp"
 
@@ -190,17 +194,35 @@ TEST_CASE("Seq2Seq parameters have PyTorch's names and shapes", "[seq2seq]") {
   CHECK_THAT(bahdanau.summary(), Contains("BahdanauAttnDecoder"));
 }
 
+TEST_CASE("the Bahdanau decoder draws its weights in the order W_q, W_k, w_v", "[seq2seq]") {
+  // A seed must keep giving the same model: the same draws, made by hand in
+  // the decoder's order (embedding, dropout's seed, W_q, W_k, w_v, gru, out).
+  Generator generator(12), by_hand(12);
+  BahdanauAttnDecoder decoder(4, 6, 0.1, 5, generator);
+  const nn::Embedding embedding(nn::EmbeddingOptions(6, 4), by_hand);
+  const nn::Dropout dropout(0.1, by_hand);
+  const nn::Linear W_q(nn::LinearOptions(4, 4).bias(false), by_hand);
+  const nn::Linear W_k(nn::LinearOptions(4, 4).bias(false), by_hand);
+  const nn::Linear w_v(nn::LinearOptions(4, 1).bias(false), by_hand);
+  const nn::GRU gru(nn::GRUOptions(8, 4), by_hand);
+  CHECK(decoder.embedding->weight.to_vector() == embedding.weight.to_vector());
+  CHECK(decoder.attention->W_q->weight.to_vector() == W_q.weight.to_vector());
+  CHECK(decoder.attention->W_k->weight.to_vector() == W_k.weight.to_vector());
+  CHECK(decoder.attention->w_v->weight.to_vector() == w_v.weight.to_vector());
+  CHECK(decoder.gru->layers()[0].weight_ih.to_vector() == gru.layers()[0].weight_ih.to_vector());
+}
+
 TEST_CASE("the encoder zero-pads its outputs to MAX_LENGTH rows", "[seq2seq]") {
   Generator generator(2);
   Seq2Seq model(small_options(DecoderKind::location), generator);
   const EncoderOutput encoded = model.encoder->forward({3, 4, kEos});
-  REQUIRE(encoded.outputs.shape() == Shape{5, 4});
+  REQUIRE(encoded.outputs.shape() == Shape{1, 5, 4});  // a batch of one sentence
   REQUIRE(encoded.hidden.shape() == Shape{1, 1, 4});
-  CHECK(encoded.length == 3);
+  CHECK(encoded.valid_lens == std::vector<int64_t>{3});
   for (int64_t j = 0; j < 4; ++j) {
-    CHECK(encoded.outputs.at({2, j}) == encoded.hidden.at({0, 0, j}));  // last output = h_n
-    CHECK(encoded.outputs.at({3, j}) == 0);
-    CHECK(encoded.outputs.at({4, j}) == 0);
+    CHECK(encoded.outputs.at({0, 2, j}) == encoded.hidden.at({0, 0, j}));  // last output = h_n
+    CHECK(encoded.outputs.at({0, 3, j}) == 0);
+    CHECK(encoded.outputs.at({0, 4, j}) == 0);
   }
   CHECK_THROWS_WITH(model.encoder->forward({1, 2, 3, 4, 5, kEos}), Contains("MAX_LENGTH"));
   CHECK_THROWS_WITH(model.encoder->forward({}), Contains("encoder keeps 1 to 5"));
@@ -283,12 +305,12 @@ TEST_CASE("gradcheck of one whole decoder step, both decoders", "[seq2seq][f64]"
 
     // The inputs: the state and the encoder outputs (rows ≥ S zero, as the encoder makes them).
     Tensor hidden = randn({1, 1, 3}, generator) * real(0.5);
-    Tensor outputs = randn({5, 3}, generator) * real(0.5);
+    Tensor outputs = randn({1, 5, 3}, generator) * real(0.5);
     for (int64_t row = source_length; row < 5; ++row) {
-      for (int64_t j = 0; j < 3; ++j) outputs.set({row, j}, 0);
+      for (int64_t j = 0; j < 3; ++j) outputs.set({0, row, j}, 0);
     }
     auto step = [&](const Tensor& h, const Tensor& values) {
-      EncoderOutput encoded{values, h, source_length};
+      EncoderOutput encoded{values, h, {source_length}};
       return step_outputs(model.decoder->forward(4, h, model.decoder->remember(encoded)));
     };
     const GradcheckResult inputs = gradcheck(
@@ -666,8 +688,7 @@ TEST_CASE("an unknown word is mapped to <unk> and reported, not fatal", "[seq2se
   CHECK(translation.decoded.steps <= 10);
 
   const EncodedSentence encoded = encode_sentence(corpus.source, "zorglub .");
-  CHECK(encoded.ids ==
-        std::vector<int64_t>{text::kTutorialUnknown, corpus.source.index("."), kEos});
+  CHECK(encoded.ids == std::vector<int64_t>{kUnknown, corpus.source.index("."), kEos});
 
   // Too long for MAX_LENGTH: the first L − 1 words are kept and the rest counted.
   const SentenceTranslation long_one =

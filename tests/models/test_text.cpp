@@ -27,6 +27,17 @@ namespace {
 const std::string kFixture = std::string(ATTOGRAD_SOURCE_DIR) + "/tests/data/text_pairs.tsv";
 const std::string kShippedData = std::string(ATTOGRAD_SOURCE_DIR) + "/data/eng-fra.tsv";
 
+// The two layouts' ids. Checkpoints store vocabularies, so these never move.
+constexpr std::int64_t kTutorialSos = special_id(kTutorialLayout, TokenRole::start);
+constexpr std::int64_t kTutorialEos = special_id(kTutorialLayout, TokenRole::end);
+constexpr std::int64_t kTutorialUnknown = special_id(kTutorialLayout, TokenRole::unknown);
+static_assert(kTutorialSos == 0 && kTutorialEos == 1 && kTutorialUnknown == 2);
+constexpr std::int64_t kBatchedPad = special_id(kBatchedLayout, TokenRole::pad);
+constexpr std::int64_t kBatchedBos = special_id(kBatchedLayout, TokenRole::start);
+constexpr std::int64_t kBatchedEos = special_id(kBatchedLayout, TokenRole::end);
+constexpr std::int64_t kBatchedUnknown = special_id(kBatchedLayout, TokenRole::unknown);
+static_assert(kBatchedPad == 0 && kBatchedBos == 1 && kBatchedEos == 2 && kBatchedUnknown == 3);
+
 std::string normalized(std::string_view sentence) {
   const std::optional<std::string> result = normalize_sentence(sentence);
   REQUIRE(result.has_value());
@@ -217,6 +228,7 @@ TEST_CASE("the tutorial vocabulary numbers words after SOS, EOS and <unk>", "[te
   CHECK(vocabulary.word(kTutorialEos) == "EOS");
   CHECK(vocabulary.word(kTutorialUnknown) == "<unk>");
   CHECK(vocabulary.unknown_index() == std::optional<std::int64_t>(kTutorialUnknown));
+  CHECK(vocabulary == make_vocabulary(kTutorialLayout));
 
   vocabulary.add_sentence("je suis fatigue .");
   vocabulary.add_sentence("je suis la .");

@@ -283,6 +283,18 @@ TEST_CASE("AdditiveAttention: project_keys once gives the same as forward", "[at
   const Tensor projected =
       attention.forward_projected(queries, attention.project_keys(keys), values, {6, 3});
   CHECK(max_difference(direct, projected) == 0);
+
+  // weights() gives the same α, with history, and exactly 0 past each valid length.
+  const Tensor weights = attention.weights(queries, attention.project_keys(keys), {6, 3});
+  REQUIRE(weights.shape() == Shape{2, 2, 6});
+  CHECK(max_difference(weights, attention.attention_weights()) == 0);
+  CHECK(max_difference(bmm(weights, values), direct) == 0);
+  CHECK(requires_grad(weights));
+  for (int64_t i = 0; i < 2; ++i) {
+    for (int64_t j = 3; j < 6; ++j) CHECK(weights.at({1, i, j}) == 0);
+  }
+  CHECK_THROWS_WITH(attention.weights(queries, keys, {6, 3}),
+                    Contains("hidden_size = 4") && Contains("(2,6,3)"));
 }
 
 TEST_CASE("AdditiveAttention: gradcheck of inputs and parameters", "[attention][f64]") {

@@ -121,6 +121,41 @@ TEST_CASE("Linear initialises weight and bias uniformly in ±1/sqrt(in)", "[nn][
   Generator again(11);
   nn::Linear twin(nn::LinearOptions(16, 256), again);
   CHECK(twin.weight.to_vector() == fc.weight.to_vector());
+
+  // reset_parameters draws weight, then bias, by the same rule, in place.
+  Generator once_more(11);
+  const Tensor weight = twin.weight;
+  twin.reset_parameters(once_more);
+  CHECK(twin.weight.same(weight));
+  CHECK(twin.weight.to_vector() == fc.weight.to_vector());
+  CHECK(twin.bias.to_vector() == fc.bias.to_vector());
+}
+
+TEST_CASE("options read back what their chainable setters set", "[nn][options]") {
+  const nn::LinearOptions linear = nn::LinearOptions(5, 2).bias(false);
+  CHECK(linear.in_features() == 5);
+  CHECK(linear.out_features() == 2);
+  CHECK_FALSE(linear.bias());
+  CHECK(nn::LinearOptions(5, 2).bias());
+
+  const nn::EmbeddingOptions embedding = nn::EmbeddingOptions(10, 4).padding_idx(-1).sparse(true);
+  CHECK(embedding.num_embeddings() == 10);
+  CHECK(embedding.embedding_dim() == 4);
+  CHECK(embedding.padding_idx() == std::optional<int64_t>(-1));  // as given
+  CHECK(embedding.sparse());
+  CHECK_FALSE(nn::EmbeddingOptions(10, 4).padding_idx().has_value());
+  nn::Embedding table(embedding);
+  CHECK(table.padding_idx() == std::optional<int64_t>(9));  // counted from the end
+  table.set_sparse(false);
+  CHECK_FALSE(table.options().sparse());
+
+  const nn::AdditiveAttentionOptions additive = nn::AdditiveAttentionOptions(2, 3, 4).dropout(0.5);
+  CHECK(additive.key_size() == 2);
+  CHECK(additive.query_size() == 3);
+  CHECK(additive.hidden_size() == 4);
+  CHECK(additive.dropout() == 0.5);
+  CHECK(nn::DotProductAttentionOptions().dropout(0.25).dropout() == 0.25);
+  CHECK(nn::DotProductAttentionOptions().dropout() == 0.0);
 }
 
 TEST_CASE("Linear gradients pass gradcheck", "[nn][linear][f64]") {

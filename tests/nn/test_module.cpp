@@ -104,6 +104,24 @@ TEST_CASE("train() and eval() reach every descendant", "[nn][module]") {
   CHECK_FALSE(late->is_training());
 }
 
+TEST_CASE("EvalModeGuard switches to eval mode for a scope and restores the mode after",
+          "[nn][module]") {
+  Net net;
+  const auto dropout = net.layers->at(2);
+  {
+    const nn::EvalModeGuard eval_mode(net);
+    CHECK_FALSE(net.is_training());
+    CHECK_FALSE(dropout->is_training());
+  }
+  CHECK(net.is_training());
+  CHECK(dropout->is_training());
+  // A module already in eval mode stays there.
+  net.eval();
+  { const nn::EvalModeGuard eval_mode(net); }
+  CHECK_FALSE(net.is_training());
+  CHECK_FALSE(dropout->is_training());
+}
+
 TEST_CASE("summary() prints the module tree like PyTorch", "[nn][module]") {
   Net net;
   const std::string expected =
