@@ -12,8 +12,8 @@
 #include "autograd/graph_order.hpp"
 #include "autograd/ops.hpp"
 #include "tensor/factory.hpp"
-#include "tensor/kernels.hpp"
 #include "tensor/fast/pool.hpp"
+#include "tensor/kernels.hpp"
 
 namespace attograd {
 

@@ -11,7 +11,8 @@
 //   deferred gradients   autograd/fast/deferred_gradient.hpp   a weight's dyᵀx kept as its
 //                                                               factors, a table's rows as rows
 //   forward values       autograd/fast/forward_values.hpp      values computed once, recorded later
-//   pooled allocation    tensor/fast/pool.hpp                       small objects and storages recycled
+//   pooled allocation    tensor/fast/pool.hpp                       small objects and storages
+//   recycled
 //
 //   {
 //     const fast::ReferencePath reference;  // everything below runs the reference path

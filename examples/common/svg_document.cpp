@@ -46,7 +46,7 @@ std::string px(double value) {
   if (!std::isfinite(value)) value = 0;
   value = std::clamp(value, -1e6, 1e6);
   std::string text = fmt::format("{:.2f}", value);  // always holds a '.'
-  const size_t last = text.find_last_not_of('0');     // "12.50" keeps "12.5"
+  const size_t last = text.find_last_not_of('0');   // "12.50" keeps "12.5"
   text.resize(text[last] == '.' ? last : last + 1);
   if (text == "-0") return std::string(1, '0');
   return text;
