@@ -184,7 +184,7 @@ Tensor Seq2SeqAttentionDecoder::forward(const std::vector<int64_t>& ids, const S
 // ---------------------------------------------------------------- the model
 
 BatchedSeq2Seq::BatchedSeq2Seq(const BatchedSeq2SeqOptions& options, Generator& generator)
-    : nn::Module("EncoderDecoder"), options_(options) {
+    : BatchedTranslator("EncoderDecoder"), options_(options) {
   check_options(options);
   encoder = register_module("encoder", std::make_shared<Seq2SeqEncoder>(options, generator));
   decoder =
@@ -206,11 +206,10 @@ Tensor BatchedSeq2Seq::forward(const text::PaddedArray& source,
 }
 
 // source, target: (B,T) -> (B)
-Tensor BatchedSeq2Seq::loss(const text::PaddedArray& source, const text::PaddedArray& target) {
+Tensor BatchedTranslator::loss(const text::PaddedArray& source, const text::PaddedArray& target) {
   const int64_t B = target.rows, T = target.num_steps;
-  check(source.rows == B,
-        "BatchedSeq2Seq::loss: {} source sentences but {} targets; a batch pairs them up",
-        source.rows, B);
+  check(source.rows == B, "{} loss: {} source sentences but {} targets; a batch pairs them up",
+        type_name(), source.rows, B);
   // Teacher forcing: step t reads the true token t − 1, step 0 reads <bos>.
   std::vector<int64_t> inputs(static_cast<size_t>(B * T));
   for (int64_t b = 0; b < B; ++b) {
@@ -273,7 +272,7 @@ void xavier_init_weights(nn::Module& module, Generator& generator) {
 
 // ---------------------------------------------------------------- training
 
-TrainingReport train(BatchedSeq2Seq& model, const text::BatchedData& data,
+TrainingReport train(BatchedTranslator& model, const text::BatchedData& data,
                      const BatchedTrainingOptions& options,
                      const std::function<void(const EpochReport&)>& on_epoch) {
   check(options.epochs() >= 0 && options.batch_size() >= 1 && options.lr() > 0 &&
@@ -282,12 +281,12 @@ TrainingReport train(BatchedSeq2Seq& model, const text::BatchedData& data,
         "and clip_norm ({}) positive",
         options.epochs(), options.batch_size(), options.lr(), options.clip_norm());
   check(data.source.rows >= 1, "batched_seq2seq::train: there are no training pairs");
-  check(data.source_vocabulary.size() == model.options().source_vocabulary() &&
-            data.target_vocabulary.size() == model.options().target_vocabulary(),
+  check(data.source_vocabulary.size() == model.source_vocabulary_size() &&
+            data.target_vocabulary.size() == model.target_vocabulary_size(),
         "batched_seq2seq::train: the data's vocabularies ({} source, {} target words) do not "
         "match the model's ({} and {})",
         data.source_vocabulary.size(), data.target_vocabulary.size(),
-        model.options().source_vocabulary(), model.options().target_vocabulary());
+        model.source_vocabulary_size(), model.target_vocabulary_size());
   model.train();
   nn::Adam adam(model.named_parameters(), nn::AdamOptions(options.lr()));
   const std::vector<Tensor> parameters = model.parameters();
@@ -325,7 +324,7 @@ TrainingReport train(BatchedSeq2Seq& model, const text::BatchedData& data,
 
 // ---------------------------------------------------------------- translating
 
-SentenceTranslation translate_sentence(BatchedSeq2Seq& model,
+SentenceTranslation translate_sentence(BatchedTranslator& model,
                                        const text::Vocabulary& source_vocabulary,
                                        const text::Vocabulary& target_vocabulary,
                                        std::string_view sentence, int64_t num_steps) {
@@ -359,7 +358,7 @@ const std::vector<ReferencePair>& textbook_test_pairs() {
   return pairs;
 }
 
-Evaluation evaluate(BatchedSeq2Seq& model, const text::Vocabulary& source_vocabulary,
+Evaluation evaluate(BatchedTranslator& model, const text::Vocabulary& source_vocabulary,
                     const text::Vocabulary& target_vocabulary,
                     const std::vector<text::SentencePair>& pairs, int64_t num_steps) {
   Evaluation evaluation;

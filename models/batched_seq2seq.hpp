@@ -173,16 +173,18 @@ struct Prediction {
   int64_t source_positions = 0;  // S = num_steps
 };
 
-class BatchedSeq2Seq : public nn::Module {
+// What train, translate_sentence and evaluate below need of a model, so the
+// same loop trains and scores this recipe's GRU model and the Transformer
+// (models/transformer/transformer.hpp): logits under teacher forcing, and a
+// greedy prediction.
+class BatchedTranslator : public nn::Module {
  public:
-  // Builds the layers from `generator`, then gives every Linear and GRU
-  // weight Xavier-uniform values (d2l's xavier_init_weights).
-  explicit BatchedSeq2Seq(const BatchedSeq2SeqOptions& options,
-                          Generator& generator = default_generator());
+  using nn::Module::Module;
 
   // source: (B,T) with valid lengths, decoder_inputs: (B,T') ids -> logits (B,T',V_tgt)
-  Tensor forward(const text::PaddedArray& source, const std::vector<int64_t>& decoder_inputs,
-                 const Shape& decoder_shape);
+  virtual Tensor forward(const text::PaddedArray& source,
+                         const std::vector<int64_t>& decoder_inputs,
+                         const Shape& decoder_shape) = 0;
 
   // d2l's loss with teacher forcing: the decoder reads <bos> followed by the
   // target without its last id, and
@@ -193,7 +195,24 @@ class BatchedSeq2Seq : public nn::Module {
   // Greedy decoding in evaluation mode, nothing recorded: source_ids are the
   // sentence's ids with its <eos> (cut to num_steps if longer); at most
   // num_steps output ids, stopping at <eos>.
-  Prediction predict(const std::vector<int64_t>& source_ids, int64_t num_steps);
+  virtual Prediction predict(const std::vector<int64_t>& source_ids, int64_t num_steps) = 0;
+
+  virtual int64_t source_vocabulary_size() const = 0;
+  virtual int64_t target_vocabulary_size() const = 0;
+};
+
+class BatchedSeq2Seq : public BatchedTranslator {
+ public:
+  // Builds the layers from `generator`, then gives every Linear and GRU
+  // weight Xavier-uniform values (d2l's xavier_init_weights).
+  explicit BatchedSeq2Seq(const BatchedSeq2SeqOptions& options,
+                          Generator& generator = default_generator());
+
+  Tensor forward(const text::PaddedArray& source, const std::vector<int64_t>& decoder_inputs,
+                 const Shape& decoder_shape) override;
+  Prediction predict(const std::vector<int64_t>& source_ids, int64_t num_steps) override;
+  int64_t source_vocabulary_size() const override { return options_.source_vocabulary(); }
+  int64_t target_vocabulary_size() const override { return options_.target_vocabulary(); }
 
   const BatchedSeq2SeqOptions& options() const { return options_; }
 
@@ -278,7 +297,7 @@ struct TrainingReport {
 // d2l's train_seq2seq: Adam, one step per mini-batch on Σ_b loss_b, the
 // gradients clipped to clip_norm first. on_epoch (if set) sees each epoch's
 // report as it ends. The model is left in training mode.
-TrainingReport train(BatchedSeq2Seq& model, const text::BatchedData& data,
+TrainingReport train(BatchedTranslator& model, const text::BatchedData& data,
                      const BatchedTrainingOptions& options,
                      const std::function<void(const EpochReport&)>& on_epoch = {});
 
@@ -295,7 +314,7 @@ struct SentenceTranslation {
 // d2l's predict_seq2seq on raw text: preprocess_d2l (lower case, spaces
 // before punctuation), split, encode, append <eos>, decode greedily. Throws
 // on invalid UTF-8 or an empty sentence.
-SentenceTranslation translate_sentence(BatchedSeq2Seq& model,
+SentenceTranslation translate_sentence(BatchedTranslator& model,
                                        const text::Vocabulary& source_vocabulary,
                                        const text::Vocabulary& target_vocabulary,
                                        std::string_view sentence, int64_t num_steps);
@@ -324,7 +343,7 @@ struct Evaluation {
 
 // Translates every distinct source sentence of `pairs` (already normalised,
 // e.g. by read_pairs with Normalization::kD2l) and scores the outputs.
-Evaluation evaluate(BatchedSeq2Seq& model, const text::Vocabulary& source_vocabulary,
+Evaluation evaluate(BatchedTranslator& model, const text::Vocabulary& source_vocabulary,
                     const text::Vocabulary& target_vocabulary,
                     const std::vector<text::SentencePair>& pairs, int64_t num_steps);
 

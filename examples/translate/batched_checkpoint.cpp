@@ -13,14 +13,12 @@ namespace attograd::translate_batched {
 
 using namespace attograd::batched_seq2seq;
 
-namespace {
-
 const std::string& metadata_field(const nn::Metadata& metadata, const std::string& path,
                                   const std::string& key) {
   const auto found = metadata.find(key);
   check(found != metadata.end(),
-        "{}: the checkpoint has no '{}' entry; was it written by translate train --recipe "
-        "batched?",
+        "{}: the checkpoint has no '{}' entry; was it written by translate train with the same "
+        "--recipe?",
         path, key);
   return found->second;
 }
@@ -37,7 +35,17 @@ int64_t metadata_integer(const nn::Metadata& metadata, const std::string& path,
   fail("{}: the checkpoint's '{}' is '{}', not an integer", path, key, text);
 }
 
-}  // namespace
+double metadata_number(const nn::Metadata& metadata, const std::string& path,
+                       const std::string& key) {
+  const std::string& text = metadata_field(metadata, path, key);
+  try {
+    size_t used = 0;
+    const double value = std::stod(text, &used);
+    if (used == text.size()) return value;
+  } catch (const std::exception&) {
+  }
+  fail("{}: the checkpoint's {} '{}' is not a number", path, key, text);
+}
 
 nn::Metadata to_metadata(const CheckpointInfo& info, const BatchedTrainFlags& flags,
                          const TrainingReport& report) {
@@ -62,21 +70,16 @@ CheckpointInfo read_checkpoint_info(const std::string& path) {
   const nn::Metadata metadata = nn::read_metadata(path);
   const auto recipe = metadata.find("recipe");
   check(recipe != metadata.end() && recipe->second == kRecipe,
-        "{}: not a checkpoint of the batched recipe (recipe '{}'); use the command without "
-        "--recipe batched for it",
-        path, recipe == metadata.end() ? "" : recipe->second);
+        "{}: not a checkpoint of the batched recipe (recipe '{}'); use the command with "
+        "--recipe {} for it",
+        path, recipe == metadata.end() ? "" : recipe->second,
+        recipe == metadata.end() ? "tutorial" : recipe->second);
   CheckpointInfo info;
   info.source_vocabulary =
       text::Vocabulary::deserialize(metadata_field(metadata, path, "source_vocabulary"));
   info.target_vocabulary =
       text::Vocabulary::deserialize(metadata_field(metadata, path, "target_vocabulary"));
-  double dropout = 0;
-  try {
-    dropout = std::stod(metadata_field(metadata, path, "dropout"));
-  } catch (const std::logic_error&) {
-    fail("{}: the checkpoint's dropout '{}' is not a number", path,
-         metadata_field(metadata, path, "dropout"));
-  }
+  const double dropout = metadata_number(metadata, path, "dropout");
   info.model = BatchedSeq2SeqOptions(info.source_vocabulary.size(), info.target_vocabulary.size())
                    .embed_size(metadata_integer(metadata, path, "embed_size"))
                    .hidden_size(metadata_integer(metadata, path, "hidden_size"))

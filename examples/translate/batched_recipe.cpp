@@ -32,6 +32,10 @@ namespace {
 
 constexpr const char* kCheckpointName = "checkpoint.safetensors";
 
+}  // namespace
+
+// ---------------------------------------------------------------- shared pieces
+
 // ---------------------------------------------------------------- data
 
 text::PairSet read_data(const std::string& path, const std::string& direction) {
@@ -62,7 +66,8 @@ std::vector<text::SentencePair> take(const std::vector<text::SentencePair>& pair
 
 // Output words (and <eos> when reached) down, source words and <eos> across:
 // only the valid source positions, as d2l draws it (the padding has weight 0).
-void save_attention_map(const fs::path& path, const SentenceTranslation& translation) {
+void save_attention_map(const fs::path& path, const SentenceTranslation& translation,
+                        const std::string& title) {
   std::vector<std::string> columns = translation.source_words;
   columns.push_back("<eos>");
   std::vector<std::string> rows = translation.output_words;
@@ -76,7 +81,7 @@ void save_attention_map(const fs::path& path, const SentenceTranslation& transla
     }
   }
   plot::Heatmap map(rows.size(), columns.size(), values);
-  map.title("Bahdanau attention (batched recipe)")
+  map.title(title)
       .row_labels(rows)
       .column_labels(columns)
       .x_label("Keys (source)")
@@ -101,39 +106,16 @@ void save_loss_curve(const fs::path& path, const TrainingReport& report) {
   chart.save(path);
 }
 
-}  // namespace
-
 // ---------------------------------------------------------------- flags
 
 void declare_batched_train_flags(cli::Parser& parser, BatchedTrainFlags& flags) {
-  parser.flag("data", flags.data, "tab-separated English/French pairs (Tatoeba)")
-      .choice("direction", flags.direction, {"eng-fra", "fra-eng"},
-              "source and target language (d2l: English -> French)")
-      .flag("num-examples", flags.num_examples, "use the first N pairs of the file (0: all)",
-            cli::non_negative())
-      .flag("min-freq", flags.min_freq, "words seen fewer times become <unk>", cli::at_least(1))
-      .flag("num-steps", flags.num_steps, "T: every sentence is cut or padded to T ids",
-            cli::at_least(2))
-      .flag("embed", flags.embed, "embedding size E", cli::positive())
+  declare_data_flags(parser, flags);
+  parser.flag("embed", flags.embed, "embedding size E", cli::positive())
       .flag("hidden", flags.hidden, "hidden size H of the GRUs and the attention", cli::positive())
       .flag("layers", flags.layers, "GRU layers of encoder and decoder", cli::positive())
       .flag("dropout", flags.dropout, "dropout between GRU layers and on attention weights",
-            cli::in_range(0, 0.99))
-      .flag("batch", flags.batch, "sentence pairs per mini-batch", cli::positive())
-      .flag("lr", flags.lr, "Adam learning rate", cli::positive())
-      .flag("epochs", flags.epochs, "passes over the pairs", cli::positive())
-      .flag("clip", flags.clip, "clip the gradients to this global norm", cli::positive())
-      .flag("seed", flags.seed, "seed of the weights, dropout masks and batch order",
-            cli::non_negative())
-      .flag("threads", flags.threads,
-            "threads for large matrix products (0: ATTOGRAD_NUM_THREADS or every core)",
-            cli::non_negative())
-      .flag("print-every", flags.print_every, "epochs per progress line", cli::positive())
-      .flag("attention-sentence", flags.attention_sentence,
-            "the sentence whose attention is drawn in attention.svg")
-      .flag("out", flags.out, "folder for the checkpoint and the pictures (created if missing)")
-      .flag("json", flags.json,
-            "print one JSON summary line on stdout (the report goes to stderr)");
+            cli::in_range(0, 0.99));
+  declare_training_flags(parser, flags, "the sentence whose attention is drawn in attention.svg");
 }
 
 void declare_batched_translate_flags(cli::Parser& parser, BatchedTranslateFlags& flags) {
@@ -143,7 +125,7 @@ void declare_batched_translate_flags(cli::Parser& parser, BatchedTranslateFlags&
 }
 
 void declare_batched_eval_flags(cli::Parser& parser, BatchedEvalFlags& flags) {
-  parser.flag("checkpoint", flags.checkpoint, "checkpoint written by train --recipe batched")
+  parser.flag("checkpoint", flags.checkpoint, "checkpoint written by train with the same --recipe")
       .flag("data", flags.data, "pairs to score (default: the checkpoint's data file)")
       .flag("offset", flags.offset, "skip this many pairs of the file first", cli::non_negative())
       .flag("num-examples", flags.num_examples,
@@ -155,24 +137,28 @@ void declare_batched_eval_flags(cli::Parser& parser, BatchedEvalFlags& flags) {
 
 // ---------------------------------------------------------------- train
 
-namespace {
-
-// The pairs cut or padded to num_steps ids, with their vocabularies.
-text::BatchedData prepare_data(const text::PairSet& set, const BatchedTrainFlags& flags,
+text::BatchedData prepare_data(const text::PairSet& set, const DataSettings& settings,
                                std::ostream& out) {
   text::BatchedData data = text::prepare_batched_data(
       set.pairs,
       text::BatchedDataOptions()
-          .num_steps(flags.num_steps)
-          .num_examples(flags.num_examples > 0 ? std::optional<int64_t>(flags.num_examples)
-                                               : std::nullopt)
-          .min_frequency(flags.min_freq));
-  out << fmt::format("Read {} ({}); training on the first {} pairs, {}\n", flags.data,
-                     set.report.summary(), data.source.rows, flags.direction);
+          .num_steps(settings.num_steps)
+          .num_examples(settings.num_examples > 0 ? std::optional<int64_t>(settings.num_examples)
+                                                  : std::nullopt)
+          .min_frequency(settings.min_freq));
+  out << fmt::format("Read {} ({}); training on the first {} pairs, {}\n", settings.data,
+                     set.report.summary(), data.source.rows, settings.direction);
   out << fmt::format("Vocabularies (min frequency {}): {} source, {} target words\n",
-                     flags.min_freq, data.source_vocabulary.size(), data.target_vocabulary.size());
+                     settings.min_freq, data.source_vocabulary.size(),
+                     data.target_vocabulary.size());
   return data;
 }
+
+DataSettings data_settings(const BatchedTrainFlags& flags) {
+  return {flags.data, flags.direction, flags.num_examples, flags.min_freq, flags.num_steps};
+}
+
+namespace {
 
 // The model's sizes and what a checkpoint needs to rebuild it.
 CheckpointInfo checkpoint_info(const BatchedTrainFlags& flags, const text::BatchedData& data) {
@@ -206,11 +192,20 @@ TrainingReport train_with_progress(BatchedSeq2Seq& model, const text::BatchedDat
       "lr {}, {} thread{}\n",
       model.parameter_count(), flags.embed, flags.hidden, flags.layers, flags.dropout, flags.epochs,
       flags.batch, flags.lr, parallel::num_threads(), parallel::num_threads() == 1 ? "" : "s");
+  return train_reporting_progress(model, data, training, flags.print_every, out);
+}
+
+}  // namespace
+
+TrainingReport train_reporting_progress(BatchedTranslator& model, const text::BatchedData& data,
+                                        const BatchedTrainingOptions& training, int64_t print_every,
+                                        std::ostream& out) {
   out << std::flush;
+  const int64_t epochs = training.epochs();
   const TrainingReport report = train(model, data, training, [&](const EpochReport& epoch) {
-    if (epoch.epoch % flags.print_every == 0 || epoch.epoch == flags.epochs) {
+    if (epoch.epoch % print_every == 0 || epoch.epoch == epochs) {
       out << fmt::format("epoch {:>4}/{}  loss {:.4f}  {:8.0f} tokens/s  {:6.1f} ms/epoch\n",
-                         epoch.epoch, flags.epochs, epoch.loss,
+                         epoch.epoch, epochs, epoch.loss,
                          epoch.seconds > 0 ? static_cast<double>(epoch.tokens) / epoch.seconds : 0,
                          1000.0 * epoch.seconds)
           << std::flush;
@@ -223,13 +218,7 @@ TrainingReport train_with_progress(BatchedSeq2Seq& model, const text::BatchedDat
   return report;
 }
 
-// d2l's four test sentences, each printed with its sentence BLEU (k = 2).
-struct TestTranslations {
-  nlohmann::json translations = nlohmann::json::array();  // for the --json summary
-  int64_t perfect = 0;                                    // how many scored BLEU 1
-};
-
-TestTranslations translate_test_sentences(BatchedSeq2Seq& model, const text::BatchedData& data,
+TestTranslations translate_test_sentences(BatchedTranslator& model, const text::BatchedData& data,
                                           int64_t num_steps, std::ostream& out) {
   TestTranslations tests;
   for (const ReferencePair& pair : textbook_test_pairs()) {
@@ -248,10 +237,11 @@ TestTranslations translate_test_sentences(BatchedSeq2Seq& model, const text::Bat
   return tests;
 }
 
-void print_train_summary(BatchedSeq2Seq& model, const text::BatchedData& data,
-                         const TrainingReport& report, const TestTranslations& tests,
-                         const Evaluation& evaluation, const fs::path& checkpoint_path) {
-  const nlohmann::json summary = {{"recipe", kRecipe},
+void print_train_summary(const std::string& recipe, BatchedTranslator& model,
+                         const text::BatchedData& data, const TrainingReport& report,
+                         const TestTranslations& tests, const Evaluation& evaluation,
+                         const fs::path& checkpoint_path) {
+  const nlohmann::json summary = {{"recipe", recipe},
                                   {"pairs", data.source.rows},
                                   {"source_vocabulary", data.source_vocabulary.size()},
                                   {"target_vocabulary", data.target_vocabulary.size()},
@@ -270,61 +260,82 @@ void print_train_summary(BatchedSeq2Seq& model, const text::BatchedData& data,
   std::cout << summary.dump() << std::endl;
 }
 
-}  // namespace
+void check_attention_sentence(const std::string& sentence) {
+  const std::optional<std::string> drawn_text = text::preprocess_d2l(sentence);
+  check(drawn_text.has_value() && !text::split_words(*drawn_text).empty(),
+        "--attention-sentence '{}' has no words to translate; give a sentence such as \"i'm "
+        "home .\"",
+        sentence);
+}
+
+void finish_training(BatchedTranslator& model, const text::PairSet& set,
+                     const text::BatchedData& data, const TrainingReport& report,
+                     const TrainOutputs& outputs, std::ostream& out) {
+  const fs::path folder = outputs.folder;
+  fs::create_directories(folder);
+  const fs::path checkpoint_path = folder / kCheckpointName;
+  nn::save(model, checkpoint_path, outputs.metadata);
+  save_loss_curve(folder / "loss.svg", report);
+
+  const TestTranslations tests = translate_test_sentences(model, data, outputs.num_steps, out);
+  const SentenceTranslation drawn =
+      translate_sentence(model, data.source_vocabulary, data.target_vocabulary,
+                         outputs.attention_sentence, outputs.num_steps);
+  outputs.draw_attention(folder, drawn);
+
+  std::vector<text::SentencePair> training_pairs = take(set.pairs, 0, data.source.rows);
+  const Evaluation evaluation = evaluate(model, data.source_vocabulary, data.target_vocabulary,
+                                         training_pairs, outputs.num_steps);
+  out << fmt::format(
+      "\nBLEU-4 on the {} training pairs ({} source sentences): {:.4f}; mean sentence BLEU "
+      "(k = 2) {:.4f}\n",
+      training_pairs.size(), evaluation.pairs.size(), evaluation.corpus.score,
+      evaluation.mean_sentence_bleu);
+  out << fmt::format("Wrote {}, loss.svg and {} ('{}') in {}\n",
+                     checkpoint_path.filename().string(), outputs.pictures,
+                     outputs.attention_sentence, folder.string());
+  if (outputs.json) {
+    print_train_summary(outputs.recipe, model, data, report, tests, evaluation, checkpoint_path);
+  }
+}
 
 int run_batched_train(const BatchedTrainFlags& flags) {
   std::ostream& out = flags.json ? std::cerr : std::cout;  // with --json stdout holds one line
   if (flags.threads > 0) parallel::set_num_threads(static_cast<int>(flags.threads));
 
   // Everything that can fail on bad input happens before anything is written.
-  const std::optional<std::string> drawn_text = text::preprocess_d2l(flags.attention_sentence);
-  check(drawn_text.has_value() && !text::split_words(*drawn_text).empty(),
-        "--attention-sentence '{}' has no words to translate; give a sentence such as \"i'm "
-        "home .\"",
-        flags.attention_sentence);
+  check_attention_sentence(flags.attention_sentence);
   const text::PairSet set = read_data(flags.data, flags.direction);
   text::require_pairs(set.pairs, set.report, "to train on");
-  const text::BatchedData data = prepare_data(set, flags, out);
+  const text::BatchedData data = prepare_data(set, data_settings(flags), out);
   const CheckpointInfo info = checkpoint_info(flags, data);
 
   Generator generator(static_cast<uint64_t>(flags.seed));
   BatchedSeq2Seq model(info.model, generator);
   const TrainingReport report = train_with_progress(model, data, flags, out);
-
-  const fs::path folder = flags.out;
-  fs::create_directories(folder);
-  const fs::path checkpoint_path = folder / kCheckpointName;
-  nn::save(model, checkpoint_path, to_metadata(info, flags, report));
-  save_loss_curve(folder / "loss.svg", report);
-
-  const TestTranslations tests = translate_test_sentences(model, data, flags.num_steps, out);
-  const SentenceTranslation drawn =
-      translate_sentence(model, data.source_vocabulary, data.target_vocabulary,
-                         flags.attention_sentence, flags.num_steps);
-  save_attention_map(folder / "attention.svg", drawn);
-
-  std::vector<text::SentencePair> training_pairs = take(set.pairs, 0, data.source.rows);
-  const Evaluation evaluation = evaluate(model, data.source_vocabulary, data.target_vocabulary,
-                                         training_pairs, flags.num_steps);
-  out << fmt::format(
-      "\nBLEU-4 on the {} training pairs ({} source sentences): {:.4f}; mean sentence BLEU "
-      "(k = 2) {:.4f}\n",
-      training_pairs.size(), evaluation.pairs.size(), evaluation.corpus.score,
-      evaluation.mean_sentence_bleu);
-  out << fmt::format("Wrote {}, loss.svg and attention.svg ('{}') in {}\n",
-                     checkpoint_path.filename().string(), flags.attention_sentence,
-                     folder.string());
-  if (flags.json) print_train_summary(model, data, report, tests, evaluation, checkpoint_path);
+  TrainOutputs outputs;
+  outputs.recipe = kRecipe;
+  outputs.folder = flags.out;
+  outputs.num_steps = flags.num_steps;
+  outputs.attention_sentence = flags.attention_sentence;
+  outputs.json = flags.json;
+  outputs.metadata = to_metadata(info, flags, report);
+  outputs.pictures = "attention.svg";
+  outputs.draw_attention = [](const fs::path& folder, const SentenceTranslation& translation) {
+    save_attention_map(folder / "attention.svg", translation,
+                       "Bahdanau attention (batched recipe)");
+  };
+  finish_training(model, set, data, report, outputs, out);
   return 0;
 }
 
 // ---------------------------------------------------------------- translate
 
-int run_batched_translate(const BatchedTranslateFlags& flags, std::istream& in, std::ostream& out,
-                          std::ostream& err) {
-  const CheckpointInfo info = read_checkpoint_info(flags.checkpoint);
-  const std::unique_ptr<BatchedSeq2Seq> model = load_model(flags.checkpoint, info);
-  if (!flags.attention.empty()) fs::create_directories(flags.attention);
+int translate_lines(BatchedTranslator& model, const text::Vocabulary& source_vocabulary,
+                    const text::Vocabulary& target_vocabulary, int64_t num_steps,
+                    const std::string& attention_folder, const DrawAttention& draw,
+                    std::istream& in, std::ostream& out, std::ostream& err) {
+  if (!attention_folder.empty()) fs::create_directories(attention_folder);
   int64_t line_number = 0, translated = 0, unknown = 0;
   std::string line;
   while (std::getline(in, line)) {
@@ -340,8 +351,8 @@ int run_batched_translate(const BatchedTranslateFlags& flags, std::istream& in, 
       out << "\n";
       continue;
     }
-    const SentenceTranslation translation = translate_sentence(
-        *model, info.source_vocabulary, info.target_vocabulary, line, info.num_steps);
+    const SentenceTranslation translation =
+        translate_sentence(model, source_vocabulary, target_vocabulary, line, num_steps);
     if (translation.unknown_words > 0) {
       err << fmt::format("warning: stdin:{}: {} word{} not in the vocabulary became <unk>\n",
                          line_number, translation.unknown_words,
@@ -351,12 +362,11 @@ int run_batched_translate(const BatchedTranslateFlags& flags, std::istream& in, 
     if (translation.dropped_words > 0) {
       err << fmt::format(
           "warning: stdin:{}: the model reads at most {} words; the last {} were cut off\n",
-          line_number, info.num_steps - 1, translation.dropped_words);
+          line_number, num_steps - 1, translation.dropped_words);
     }
     out << text::join_words(translation.output_words) << "\n" << std::flush;
-    if (!flags.attention.empty()) {
-      save_attention_map(fs::path(flags.attention) / fmt::format("attention_{}.svg", line_number),
-                         translation);
+    if (!attention_folder.empty()) {
+      draw(fs::path(attention_folder) / fmt::format("attention_{}.svg", line_number), translation);
     }
     ++translated;
   }
@@ -365,18 +375,29 @@ int run_batched_translate(const BatchedTranslateFlags& flags, std::istream& in, 
   return 0;
 }
 
-// ---------------------------------------------------------------- eval
-
-int run_batched_eval(const BatchedEvalFlags& flags) {
+int run_batched_translate(const BatchedTranslateFlags& flags, std::istream& in, std::ostream& out,
+                          std::ostream& err) {
   const CheckpointInfo info = read_checkpoint_info(flags.checkpoint);
   const std::unique_ptr<BatchedSeq2Seq> model = load_model(flags.checkpoint, info);
-  const std::string path = flags.data.empty() ? info.data : flags.data;
-  const text::PairSet set = read_data(path, info.direction);
-  const int64_t count = flags.num_examples < 0 ? info.num_examples : flags.num_examples;
+  return translate_lines(
+      *model, info.source_vocabulary, info.target_vocabulary, info.num_steps, flags.attention,
+      [](const fs::path& path, const SentenceTranslation& translation) {
+        save_attention_map(path, translation, "Bahdanau attention (batched recipe)");
+      },
+      in, out, err);
+}
+
+// ---------------------------------------------------------------- eval
+
+int evaluate_checkpoint(BatchedTranslator& model, const TrainedOn& trained,
+                        const BatchedEvalFlags& flags) {
+  const std::string path = flags.data.empty() ? trained.data : flags.data;
+  const text::PairSet set = read_data(path, trained.direction);
+  const int64_t count = flags.num_examples < 0 ? trained.num_examples : flags.num_examples;
   const std::vector<text::SentencePair> pairs = take(set.pairs, flags.offset, count);
   text::require_pairs(pairs, set.report, fmt::format("to evaluate from pair {}", flags.offset));
-  const Evaluation evaluation =
-      evaluate(*model, info.source_vocabulary, info.target_vocabulary, pairs, info.num_steps);
+  const Evaluation evaluation = evaluate(model, trained.source_vocabulary,
+                                         trained.target_vocabulary, pairs, trained.num_steps);
   std::ostream& out = flags.json ? std::cerr : std::cout;
   const text::BleuDetails& bleu = evaluation.corpus;
   out << fmt::format(
@@ -386,7 +407,7 @@ int run_batched_eval(const BatchedEvalFlags& flags) {
       bleu.precisions[0], bleu.precisions[1], bleu.precisions[2], bleu.precisions[3],
       bleu.brevity_penalty, evaluation.mean_sentence_bleu);
   out << fmt::format("{} unknown source words mapped to <unk>, {} cut off beyond {} words\n\n",
-                     evaluation.unknown_words, evaluation.dropped_words, info.num_steps - 1);
+                     evaluation.unknown_words, evaluation.dropped_words, trained.num_steps - 1);
   const int64_t shown = std::min<int64_t>(flags.examples, std::ssize(evaluation.pairs));
   for (int64_t i = 0; i < shown; ++i) {
     // Spread over the range rather than the first few, which are all one-word sentences.
@@ -397,7 +418,7 @@ int run_batched_eval(const BatchedEvalFlags& flags) {
     out << fmt::format("< {}   (bleu k=2: {:.3f})\n\n", pair.output, pair.sentence_bleu);
   }
   if (flags.json) {
-    const nlohmann::json summary = {{"recipe", kRecipe},
+    const nlohmann::json summary = {{"recipe", trained.recipe},
                                     {"bleu", bleu.score},
                                     {"mean_sentence_bleu", evaluation.mean_sentence_bleu},
                                     {"pairs", pairs.size()},
@@ -407,6 +428,15 @@ int run_batched_eval(const BatchedEvalFlags& flags) {
     std::cout << summary.dump() << std::endl;
   }
   return 0;
+}
+
+int run_batched_eval(const BatchedEvalFlags& flags) {
+  const CheckpointInfo info = read_checkpoint_info(flags.checkpoint);
+  const std::unique_ptr<BatchedSeq2Seq> model = load_model(flags.checkpoint, info);
+  return evaluate_checkpoint(*model,
+                             {kRecipe, info.source_vocabulary, info.target_vocabulary,
+                              info.num_steps, info.data, info.direction, info.num_examples},
+                             flags);
 }
 
 }  // namespace attograd::translate_batched
