@@ -121,6 +121,10 @@ void declare_batched_train_flags(cli::Parser& parser, BatchedTrainFlags& flags) 
             cli::in_range(0, 0.99))
       .flag("batch", flags.batch, "sentence pairs per mini-batch", cli::positive())
       .flag("lr", flags.lr, "Adam learning rate", cli::positive())
+      .flag("lr-schedule", flags.lr_schedule,
+            "the rate per epoch (PyTorch's schedulers): constant, step:S:G (times G every S "
+            "epochs), cosine (to 0 over --epochs), warmup:N (linear from lr/N over N epochs), "
+            "warmup-cosine:N (then cosine)")
       .flag("epochs", flags.epochs, "passes over the pairs", cli::positive())
       .flag("clip", flags.clip, "clip the gradients to this global norm", cli::positive())
       .flag("seed", flags.seed, "seed of the weights, dropout masks and batch order",
@@ -191,16 +195,62 @@ CheckpointInfo checkpoint_info(const BatchedTrainFlags& flags, const text::Batch
   return info;
 }
 
+// The --lr-schedule value as a schedule over `epochs` epochs.
+nn::LRSchedule lr_schedule_from_flag(const std::string& text, int64_t epochs) {
+  const auto usage = [&text] {
+    return cli::UsageError(
+        fmt::format("--lr-schedule: '{}' is not one of constant, step:S:G, cosine, warmup:N, "
+                    "warmup-cosine:N (S, N whole epochs ≥ 1, G > 0)",
+                    text));
+  };
+  const auto count_after = [&](size_t start, size_t end) {
+    const std::string digits = text.substr(start, end - start);
+    if (digits.empty() || digits.size() > 9 ||
+        digits.find_first_not_of("0123456789") != std::string::npos || std::stoll(digits) < 1) {
+      throw usage();
+    }
+    return static_cast<int64_t>(std::stoll(digits));
+  };
+  if (text == "constant") return nn::LRSchedule::constant();
+  if (text == "cosine") return nn::LRSchedule::cosine(epochs);
+  if (text.rfind("step:", 0) == 0) {
+    const size_t colon = text.find(':', 5);
+    if (colon == std::string::npos) throw usage();
+    const int64_t step_size = count_after(5, colon);
+    char* end = nullptr;
+    const double gamma = std::strtod(text.c_str() + colon + 1, &end);
+    if (end == text.c_str() + colon + 1 || *end != '\0' || !(gamma > 0)) throw usage();
+    return nn::LRSchedule::step(step_size, gamma);
+  }
+  for (const bool cosine : {false, true}) {
+    const std::string prefix = cosine ? "warmup-cosine:" : "warmup:";
+    if (text.rfind(prefix, 0) != 0) continue;
+    const int64_t warmup = count_after(prefix.size(), text.size());
+    const nn::LRSchedule linear =
+        nn::LRSchedule::linear(1.0 / static_cast<double>(warmup), 1.0, warmup);
+    if (!cosine) return linear;
+    if (warmup >= epochs) {
+      throw cli::UsageError(
+          fmt::format("--lr-schedule: a warm-up of {} epochs leaves none of the {} for the cosine",
+                      warmup, epochs));
+    }
+    return nn::LRSchedule::sequential({linear, nn::LRSchedule::cosine(epochs - warmup)}, {warmup});
+  }
+  throw usage();
+}
+
 // Trains for --epochs, printing a progress line every --print-every epochs
 // and a summary at the end.
 TrainingReport train_with_progress(BatchedSeq2Seq& model, const text::BatchedData& data,
                                    const BatchedTrainFlags& flags, std::ostream& out) {
-  const BatchedTrainingOptions training = BatchedTrainingOptions()
-                                              .epochs(flags.epochs)
-                                              .lr(flags.lr)
-                                              .batch_size(flags.batch)
-                                              .clip_norm(flags.clip)
-                                              .seed(static_cast<uint64_t>(flags.seed));
+  const BatchedTrainingOptions training =
+      BatchedTrainingOptions()
+          .epochs(flags.epochs)
+          .lr(flags.lr)
+          .batch_size(flags.batch)
+          .clip_norm(flags.clip)
+          .seed(static_cast<uint64_t>(flags.seed))
+          .lr_schedule(lr_schedule_from_flag(flags.lr_schedule, flags.epochs));
   out << fmt::format(
       "Training {} parameters (E = {}, H = {}, {} layers, dropout {}) for {} epochs, batch {}, "
       "lr {}, {} thread{}\n",
@@ -209,10 +259,12 @@ TrainingReport train_with_progress(BatchedSeq2Seq& model, const text::BatchedDat
   out << std::flush;
   const TrainingReport report = train(model, data, training, [&](const EpochReport& epoch) {
     if (epoch.epoch % flags.print_every == 0 || epoch.epoch == flags.epochs) {
-      out << fmt::format("epoch {:>4}/{}  loss {:.4f}  {:8.0f} tokens/s  {:6.1f} ms/epoch\n",
+      out << fmt::format("epoch {:>4}/{}  loss {:.4f}  {:8.0f} tokens/s  {:6.1f} ms/epoch{}\n",
                          epoch.epoch, flags.epochs, epoch.loss,
                          epoch.seconds > 0 ? static_cast<double>(epoch.tokens) / epoch.seconds : 0,
-                         1000.0 * epoch.seconds)
+                         1000.0 * epoch.seconds,
+                         flags.lr_schedule == "constant" ? std::string()
+                                                         : fmt::format("  lr {:.3g}", epoch.lr))
           << std::flush;
     }
   });

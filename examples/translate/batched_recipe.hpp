@@ -33,6 +33,7 @@ struct BatchedTrainFlags {
   double dropout = 0.1;
   int64_t batch = 64;
   double lr = 0.005;
+  std::string lr_schedule = "constant";  // see declare_batched_train_flags
   int64_t epochs = 250;
   double clip = 1.0;
   int64_t seed = 0;     // initial weights, dropout masks and batch order
