@@ -289,6 +289,7 @@ TrainingReport train(BatchedTranslator& model, const text::BatchedData& data,
         model.source_vocabulary_size(), model.target_vocabulary_size());
   model.train();
   nn::Adam adam(model.named_parameters(), nn::AdamOptions(options.lr()));
+  nn::LRScheduler scheduler(adam, options.lr_schedule());
   const std::vector<Tensor> parameters = model.parameters();
   text::BatchIterator batches(data.source, data.target, options.batch_size(), options.seed());
   TrainingReport report;
@@ -317,6 +318,8 @@ TrainingReport train(BatchedTranslator& model, const text::BatchedData& data,
     report.final_loss = epoch_report.loss;
     report.tokens += tokens;
     report.seconds += epoch_report.seconds;
+    epoch_report.lr = adam.lr();
+    scheduler.step();
     if (on_epoch) on_epoch(epoch_report);
   }
   return report;

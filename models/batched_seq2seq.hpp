@@ -56,6 +56,7 @@
 #include "nn/embedding.hpp"
 #include "nn/gru.hpp"
 #include "nn/linear.hpp"
+#include "nn/lr_scheduler.hpp"
 #include "nn/module.hpp"
 #include "tensor/random.hpp"
 
@@ -259,12 +260,19 @@ struct BatchedTrainingOptions {
     seed_ = value;
     return *this;
   }
+  // The learning rate per epoch, from lr (default: constant); stepped after
+  // each epoch, as PyTorch's schedulers are.
+  BatchedTrainingOptions& lr_schedule(nn::LRSchedule value) {
+    lr_schedule_ = std::move(value);
+    return *this;
+  }
 
   int64_t epochs() const { return epochs_; }
   double lr() const { return lr_; }
   int64_t batch_size() const { return batch_size_; }
   double clip_norm() const { return clip_norm_; }
   uint64_t seed() const { return seed_; }
+  const nn::LRSchedule& lr_schedule() const { return lr_schedule_; }
 
  private:
   int64_t epochs_ = 250;
@@ -272,6 +280,7 @@ struct BatchedTrainingOptions {
   int64_t batch_size_ = 64;
   double clip_norm_ = 1.0;
   uint64_t seed_ = 0;
+  nn::LRSchedule lr_schedule_ = nn::LRSchedule::constant();
 };
 
 struct EpochReport {
@@ -279,6 +288,7 @@ struct EpochReport {
   double loss = 0;     // d2l's figure: Σ_batches Σ_b loss_b / (valid target tokens)
   int64_t tokens = 0;  // valid target tokens seen this epoch
   double seconds = 0;  // wall time of the epoch
+  double lr = 0;       // Adam's learning rate during the epoch
 };
 
 struct TrainingReport {

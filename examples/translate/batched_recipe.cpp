@@ -177,16 +177,65 @@ CheckpointInfo checkpoint_info(const BatchedTrainFlags& flags, const text::Batch
   return info;
 }
 
+}  // namespace
+
+nn::LRSchedule lr_schedule_from_flag(const std::string& text, int64_t epochs) {
+  const auto usage = [&text] {
+    return cli::UsageError(
+        fmt::format("--lr-schedule: '{}' is not one of constant, step:S:G, cosine, warmup:N, "
+                    "warmup-cosine:N (S, N whole epochs ≥ 1, G > 0)",
+                    text));
+  };
+  const auto count_after = [&](size_t start, size_t end) {
+    const std::string digits = text.substr(start, end - start);
+    if (digits.empty() || digits.size() > 9 ||
+        digits.find_first_not_of("0123456789") != std::string::npos || std::stoll(digits) < 1) {
+      throw usage();
+    }
+    return static_cast<int64_t>(std::stoll(digits));
+  };
+  if (text == "constant") return nn::LRSchedule::constant();
+  if (text == "cosine") return nn::LRSchedule::cosine(epochs);
+  if (text.rfind("step:", 0) == 0) {
+    const size_t colon = text.find(':', 5);
+    if (colon == std::string::npos) throw usage();
+    const int64_t step_size = count_after(5, colon);
+    char* end = nullptr;
+    const double gamma = std::strtod(text.c_str() + colon + 1, &end);
+    if (end == text.c_str() + colon + 1 || *end != '\0' || !(gamma > 0)) throw usage();
+    return nn::LRSchedule::step(step_size, gamma);
+  }
+  for (const bool cosine : {false, true}) {
+    const std::string prefix = cosine ? "warmup-cosine:" : "warmup:";
+    if (text.rfind(prefix, 0) != 0) continue;
+    const int64_t warmup = count_after(prefix.size(), text.size());
+    const nn::LRSchedule linear =
+        nn::LRSchedule::linear(1.0 / static_cast<double>(warmup), 1.0, warmup);
+    if (!cosine) return linear;
+    if (warmup >= epochs) {
+      throw cli::UsageError(
+          fmt::format("--lr-schedule: a warm-up of {} epochs leaves none of the {} for the cosine",
+                      warmup, epochs));
+    }
+    return nn::LRSchedule::sequential({linear, nn::LRSchedule::cosine(epochs - warmup)}, {warmup});
+  }
+  throw usage();
+}
+
+namespace {
+
 // Trains for --epochs, printing a progress line every --print-every epochs
 // and a summary at the end.
 TrainingReport train_with_progress(BatchedSeq2Seq& model, const text::BatchedData& data,
                                    const BatchedTrainFlags& flags, std::ostream& out) {
-  const BatchedTrainingOptions training = BatchedTrainingOptions()
-                                              .epochs(flags.epochs)
-                                              .lr(flags.lr)
-                                              .batch_size(flags.batch)
-                                              .clip_norm(flags.clip)
-                                              .seed(static_cast<uint64_t>(flags.seed));
+  const BatchedTrainingOptions training =
+      BatchedTrainingOptions()
+          .epochs(flags.epochs)
+          .lr(flags.lr)
+          .batch_size(flags.batch)
+          .clip_norm(flags.clip)
+          .seed(static_cast<uint64_t>(flags.seed))
+          .lr_schedule(lr_schedule_from_flag(flags.lr_schedule, flags.epochs));
   out << fmt::format(
       "Training {} parameters (E = {}, H = {}, {} layers, dropout {}) for {} epochs, batch {}, "
       "lr {}, {} thread{}\n",
@@ -204,10 +253,13 @@ TrainingReport train_reporting_progress(BatchedTranslator& model, const text::Ba
   const int64_t epochs = training.epochs();
   const TrainingReport report = train(model, data, training, [&](const EpochReport& epoch) {
     if (epoch.epoch % print_every == 0 || epoch.epoch == epochs) {
-      out << fmt::format("epoch {:>4}/{}  loss {:.4f}  {:8.0f} tokens/s  {:6.1f} ms/epoch\n",
+      out << fmt::format("epoch {:>4}/{}  loss {:.4f}  {:8.0f} tokens/s  {:6.1f} ms/epoch{}\n",
                          epoch.epoch, epochs, epoch.loss,
                          epoch.seconds > 0 ? static_cast<double>(epoch.tokens) / epoch.seconds : 0,
-                         1000.0 * epoch.seconds)
+                         1000.0 * epoch.seconds,
+                         training.lr_schedule().is_constant()
+                             ? std::string()
+                             : fmt::format("  lr {:.3g}", epoch.lr))
           << std::flush;
     }
   });

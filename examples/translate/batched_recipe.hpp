@@ -40,6 +40,7 @@ struct BatchedTrainFlags {
   double dropout = 0.1;
   int64_t batch = 64;
   double lr = 0.005;
+  std::string lr_schedule = "constant";  // see declare_batched_train_flags
   int64_t epochs = 250;
   double clip = 1.0;
   int64_t seed = 0;     // initial weights, dropout masks and batch order
@@ -114,6 +115,10 @@ void declare_training_flags(cli::Parser& parser, TrainFlags& flags,
                             const std::string& attention_sentence_help) {
   parser.flag("batch", flags.batch, "sentence pairs per mini-batch", cli::positive())
       .flag("lr", flags.lr, "Adam learning rate", cli::positive())
+      .flag("lr-schedule", flags.lr_schedule,
+            "the rate per epoch (PyTorch's schedulers): constant, step:S:G (times G every S "
+            "epochs), cosine (to 0 over --epochs), warmup:N (linear from lr/N over N epochs), "
+            "warmup-cosine:N (then cosine)")
       .flag("epochs", flags.epochs, "passes over the pairs", cli::positive())
       .flag("clip", flags.clip, "clip the gradients to this global norm", cli::positive())
       .flag("seed", flags.seed, "seed of the weights, dropout masks and batch order",
@@ -137,6 +142,9 @@ std::vector<text::SentencePair> take(const std::vector<text::SentencePair>& pair
 // The pairs cut or padded to num_steps ids, with their vocabularies; says so on `out`.
 text::BatchedData prepare_data(const text::PairSet& set, const DataSettings& settings,
                                std::ostream& out);
+// The --lr-schedule value as a schedule over `epochs` epochs; throws
+// cli::UsageError naming the flag for anything else.
+nn::LRSchedule lr_schedule_from_flag(const std::string& text, int64_t epochs);
 // Throws unless the sentence has a word to translate.
 void check_attention_sentence(const std::string& sentence);
 

@@ -217,7 +217,8 @@ int run_transformer_train(const TransformerTrainFlags& flags) {
                                    .lr(flags.lr)
                                    .batch_size(flags.batch)
                                    .clip_norm(flags.clip)
-                                   .seed(static_cast<uint64_t>(flags.seed)),
+                                   .seed(static_cast<uint64_t>(flags.seed))
+                                   .lr_schedule(lr_schedule_from_flag(flags.lr_schedule, flags.epochs)),
                                flags.print_every, out);
 
   TrainOutputs outputs;

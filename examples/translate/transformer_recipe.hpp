@@ -37,6 +37,7 @@ struct TransformerTrainFlags {
   double dropout = 0.1;
   int64_t batch = 64;
   double lr = 0.005;
+  std::string lr_schedule = "constant";  // see declare_training_flags
   int64_t epochs = 200;
   double clip = 1.0;
   int64_t seed = 0;

@@ -57,6 +57,7 @@ void declare_train_flags(cli::Parser& parser, TrainFlags& flags) {
             "update the embeddings densely (slower; the same numbers)")
       .flag("threads", flags.threads,
             "threads for the large matrix products (results do not depend on it)", cli::positive());
+  cli::declare_inspect_flags(parser, flags.inspect);
 }
 
 void declare_translate_flags(cli::Parser& parser, TranslateFlags& flags) {

@@ -18,6 +18,7 @@
 #include <string>
 
 #include "examples/common/cli.hpp"
+#include "examples/common/inspect_tools.hpp"
 #include "models/translation/corpus.hpp"
 
 namespace attograd::translate_tutorial {
@@ -46,6 +47,7 @@ struct TrainFlags {
   bool json = false;
   bool dense_embeddings = false;
   int threads = 1;
+  cli::InspectFlags inspect;  // --dot, --detect-anomaly, --profile
 };
 
 struct TranslateFlags {

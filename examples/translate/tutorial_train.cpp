@@ -329,7 +329,11 @@ int run_train(const TrainFlags& flags) {
                      model.parameter_count(), to_string(options.decoder()), options.hidden_size(),
                      training.iterations());
   out << std::flush;
+  // One iteration's graph is drawn with each module (encoder, decoder) as a box.
+  cli::InspectSession inspect(flags.inspect,
+                              DotOptions().names(model.named_parameters()).collapse_depth(1));
   const Session session = train_session(trainer, flags.checkpoint_every, save, out);
+  inspect.finish(out);
   save();
   if (!session.finished) {
     out << fmt::format("Interrupted at iteration {}; saved {} — continue with --resume {}\n",
