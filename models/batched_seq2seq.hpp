@@ -52,6 +52,7 @@
 #include "models/text/batching.hpp"
 #include "models/text/bleu.hpp"
 #include "models/text/vocabulary.hpp"
+#include "models/translation/beam_search.hpp"
 #include "nn/attention.hpp"
 #include "nn/embedding.hpp"
 #include "nn/gru.hpp"
@@ -162,7 +163,8 @@ class Seq2SeqAttentionDecoder : public nn::Module {
 
 // ---------------------------------------------------------------- the model
 
-// A greedy translation of one sentence.
+// A translation of one sentence (greedy, or the best of beam search's:
+// models/batched_beam_decoder.hpp).
 struct Prediction {
   std::vector<int64_t> ids;  // output ids, <eos> not included
   bool reached_eos = false;  // false when it stopped after num_steps steps
@@ -171,6 +173,9 @@ struct Prediction {
   std::vector<double> attention;
   int64_t steps = 0;
   int64_t source_positions = 0;  // S = num_steps
+  // Σ log p of the chosen ids over the `steps` steps (<eos> included when
+  // reached), log p = log_softmax(logits): what beam search ranks by.
+  double log_probability = 0;
 };
 
 class BatchedSeq2Seq : public nn::Module {
@@ -194,6 +199,11 @@ class BatchedSeq2Seq : public nn::Module {
   // sentence's ids with its <eos> (cut to num_steps if longer); at most
   // num_steps output ids, stopping at <eos>.
   Prediction predict(const std::vector<int64_t>& source_ids, int64_t num_steps);
+
+  // The encoder's output for one sentence as predict reads it: source_ids
+  // cut or padded to num_steps, valid length min(ids, num_steps) -> outputs
+  // (1,S,H), hidden (L,1,H). Records a graph unless called under a NoGradGuard.
+  EncoderOutput encode_sentence(const std::vector<int64_t>& source_ids, int64_t num_steps);
 
   const BatchedSeq2SeqOptions& options() const { return options_; }
 
@@ -285,20 +295,23 @@ TrainingReport train(BatchedSeq2Seq& model, const text::BatchedData& data,
 // ---------------------------------------------------------------- translating
 
 struct SentenceTranslation {
-  std::vector<std::string> source_words;  // after d2l's preprocessing, cut to num_steps − 1
-  std::vector<std::string> output_words;  // <eos> not included
-  Prediction prediction;
-  int64_t unknown_words = 0;  // source words that became <unk>
-  int64_t dropped_words = 0;  // source words beyond num_steps − 1, not read
+  std::vector<std::string> source_words;     // after d2l's preprocessing, cut to num_steps − 1
+  std::vector<std::string> output_words;     // <eos> not included
+  Prediction prediction;                     // the best
+  std::vector<decoding::ScoredWords> nbest;  // the K best, best first (greedy: the one)
+  int64_t unknown_words = 0;                 // source words that became <unk>
+  int64_t dropped_words = 0;                 // source words beyond num_steps − 1, not read
 };
 
 // d2l's predict_seq2seq on raw text: preprocess_d2l (lower case, spaces
-// before punctuation), split, encode, append <eos>, decode greedily. Throws
-// on invalid UTF-8 or an empty sentence.
+// before punctuation), split, encode, append <eos>, decode — greedily
+// (predict) when the beam size is 1, else by beam search (beam_predict).
+// Throws on invalid UTF-8 or an empty sentence.
 SentenceTranslation translate_sentence(BatchedSeq2Seq& model,
                                        const text::Vocabulary& source_vocabulary,
                                        const text::Vocabulary& target_vocabulary,
-                                       std::string_view sentence, int64_t num_steps);
+                                       std::string_view sentence, int64_t num_steps,
+                                       const decoding::BeamSearchOptions& beam = {});
 
 // d2l's four test sentences and their references, English -> French.
 struct ReferencePair {
@@ -312,6 +325,7 @@ struct EvaluatedPair {
   std::vector<std::string> references;
   std::string output;
   double sentence_bleu = 0;  // d2l_sentence_bleu, k = 2, against the reference it fits best
+  std::vector<decoding::ScoredWords> nbest;  // the K best, best first (output is the first)
 };
 
 struct Evaluation {
@@ -323,9 +337,11 @@ struct Evaluation {
 };
 
 // Translates every distinct source sentence of `pairs` (already normalised,
-// e.g. by read_pairs with Normalization::kD2l) and scores the outputs.
+// e.g. by read_pairs with Normalization::kD2l; greedily, or by beam search
+// when beam.beam_size() > 1) and scores the outputs.
 Evaluation evaluate(BatchedSeq2Seq& model, const text::Vocabulary& source_vocabulary,
                     const text::Vocabulary& target_vocabulary,
-                    const std::vector<text::SentencePair>& pairs, int64_t num_steps);
+                    const std::vector<text::SentencePair>& pairs, int64_t num_steps,
+                    const decoding::BeamSearchOptions& beam = {});
 
 }  // namespace attograd::batched_seq2seq

@@ -140,6 +140,7 @@ void declare_batched_translate_flags(cli::Parser& parser, BatchedTranslateFlags&
   parser.flag("checkpoint", flags.checkpoint, "checkpoint written by train --recipe batched")
       .flag("attention", flags.attention,
             "folder for one attention heatmap per sentence (attention_<line>.svg)");
+  translate_beam::declare_beam_flags(parser, flags.beam);
 }
 
 void declare_batched_eval_flags(cli::Parser& parser, BatchedEvalFlags& flags) {
@@ -151,6 +152,7 @@ void declare_batched_eval_flags(cli::Parser& parser, BatchedEvalFlags& flags) {
             cli::at_least(-1))
       .flag("examples", flags.examples, "translations to print", cli::non_negative())
       .flag("json", flags.json, "print one JSON summary line on stdout");
+  translate_beam::declare_beam_flags(parser, flags.beam);
 }
 
 // ---------------------------------------------------------------- train
@@ -340,8 +342,9 @@ int run_batched_translate(const BatchedTranslateFlags& flags, std::istream& in, 
       out << "\n";
       continue;
     }
-    const SentenceTranslation translation = translate_sentence(
-        *model, info.source_vocabulary, info.target_vocabulary, line, info.num_steps);
+    const SentenceTranslation translation =
+        translate_sentence(*model, info.source_vocabulary, info.target_vocabulary, line,
+                           info.num_steps, translate_beam::beam_options(flags.beam));
     if (translation.unknown_words > 0) {
       err << fmt::format("warning: stdin:{}: {} word{} not in the vocabulary became <unk>\n",
                          line_number, translation.unknown_words,
@@ -353,7 +356,11 @@ int run_batched_translate(const BatchedTranslateFlags& flags, std::istream& in, 
           "warning: stdin:{}: the model reads at most {} words; the last {} were cut off\n",
           line_number, info.num_steps - 1, translation.dropped_words);
     }
-    out << text::join_words(translation.output_words) << "\n" << std::flush;
+    if (flags.beam.nbest) {
+      translate_beam::print_nbest_lines(out, line_number, translation.nbest);
+    } else {
+      out << text::join_words(translation.output_words) << "\n" << std::flush;
+    }
     if (!flags.attention.empty()) {
       save_attention_map(fs::path(flags.attention) / fmt::format("attention_{}.svg", line_number),
                          translation);
@@ -376,7 +383,8 @@ int run_batched_eval(const BatchedEvalFlags& flags) {
   const std::vector<text::SentencePair> pairs = take(set.pairs, flags.offset, count);
   text::require_pairs(pairs, set.report, fmt::format("to evaluate from pair {}", flags.offset));
   const Evaluation evaluation =
-      evaluate(*model, info.source_vocabulary, info.target_vocabulary, pairs, info.num_steps);
+      evaluate(*model, info.source_vocabulary, info.target_vocabulary, pairs, info.num_steps,
+               translate_beam::beam_options(flags.beam));
   std::ostream& out = flags.json ? std::cerr : std::cout;
   const text::BleuDetails& bleu = evaluation.corpus;
   out << fmt::format(
@@ -385,8 +393,9 @@ int run_batched_eval(const BatchedEvalFlags& flags) {
       bleu.score, flags.offset, flags.offset + std::ssize(pairs), path, evaluation.pairs.size(),
       bleu.precisions[0], bleu.precisions[1], bleu.precisions[2], bleu.precisions[3],
       bleu.brevity_penalty, evaluation.mean_sentence_bleu);
-  out << fmt::format("{} unknown source words mapped to <unk>, {} cut off beyond {} words\n\n",
+  out << fmt::format("{} unknown source words mapped to <unk>, {} cut off beyond {} words\n",
                      evaluation.unknown_words, evaluation.dropped_words, info.num_steps - 1);
+  out << "decoding: " << translate_beam::describe(flags.beam) << "\n\n";
   const int64_t shown = std::min<int64_t>(flags.examples, std::ssize(evaluation.pairs));
   for (int64_t i = 0; i < shown; ++i) {
     // Spread over the range rather than the first few, which are all one-word sentences.
@@ -394,7 +403,9 @@ int run_batched_eval(const BatchedEvalFlags& flags) {
         evaluation.pairs[static_cast<size_t>(i * std::ssize(evaluation.pairs) / shown)];
     out << "> " << pair.source << "\n";
     for (const std::string& reference : pair.references) out << "= " << reference << "\n";
-    out << fmt::format("< {}   (bleu k=2: {:.3f})\n\n", pair.output, pair.sentence_bleu);
+    out << fmt::format("< {}   (bleu k=2: {:.3f})\n", pair.output, pair.sentence_bleu);
+    if (flags.beam.nbest) translate_beam::print_nbest_block(out, pair.nbest);
+    out << "\n";
   }
   if (flags.json) {
     const nlohmann::json summary = {{"recipe", kRecipe},
@@ -403,7 +414,9 @@ int run_batched_eval(const BatchedEvalFlags& flags) {
                                     {"pairs", pairs.size()},
                                     {"sentences", evaluation.pairs.size()},
                                     {"unknown_words", evaluation.unknown_words},
-                                    {"dropped_words", evaluation.dropped_words}};
+                                    {"dropped_words", evaluation.dropped_words},
+                                    {"beam", flags.beam.beam},
+                                    {"length_penalty", flags.beam.length_penalty}};
     std::cout << summary.dump() << std::endl;
   }
   return 0;

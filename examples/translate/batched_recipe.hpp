@@ -18,6 +18,7 @@
 #include <string>
 
 #include "examples/common/cli.hpp"
+#include "examples/translate/beam_flags.hpp"
 
 namespace attograd::translate_batched {
 
@@ -46,6 +47,7 @@ struct BatchedTrainFlags {
 struct BatchedTranslateFlags {
   std::string checkpoint = "out/translate_batched/checkpoint.safetensors";
   std::string attention;  // folder for attention_<line>.svg, or "" for none
+  translate_beam::BeamFlags beam;
 };
 
 struct BatchedEvalFlags {
@@ -55,6 +57,7 @@ struct BatchedEvalFlags {
   int64_t num_examples = -1;  // pairs to score after the offset (-1: the checkpoint's; 0: all)
   int64_t examples = 10;      // translations to print
   bool json = false;
+  translate_beam::BeamFlags beam;
 };
 
 // Bind the flags of each command to `parser` (a command's parser).

@@ -49,8 +49,10 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
+#include "models/text/vocabulary.hpp"
 #include "tensor/tensor.hpp"
 
 namespace attograd::decoding {
@@ -126,5 +128,16 @@ double length_penalized_score(double log_probability, int64_t length, double alp
 // decoder returns log_probs or states of the wrong shape or count.
 std::vector<Hypothesis> beam_search(StepDecoder& decoder, const HypothesisState& initial,
                                     int64_t max_steps, const BeamSearchOptions& options);
+
+// One of the K best outputs in words, as `--nbest` prints them.
+struct ScoredWords {
+  std::vector<std::string> words;  // the end token not included
+  double score = 0;                // log_probability / L^α
+  double log_probability = 0;
+};
+
+// Each hypothesis's tokens as `vocabulary`'s words, with its scores, in order.
+std::vector<ScoredWords> in_words(const std::vector<Hypothesis>& hypotheses,
+                                  const text::Vocabulary& vocabulary);
 
 }  // namespace attograd::decoding
