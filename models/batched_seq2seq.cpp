@@ -1,5 +1,6 @@
 // models/batched_seq2seq.cpp — the batched Bahdanau encoder–decoder, its
-// training loop and greedy translation (the maths is in the header).
+// training loop and translation (the maths is in the header; beam search
+// is in batched_beam_decoder.cpp).
 #include "models/batched_seq2seq.hpp"
 
 #include <fmt/format.h>
@@ -11,6 +12,7 @@
 #include <optional>
 
 #include "autograd/ops.hpp"
+#include "models/batched_beam_decoder.hpp"
 #include "models/text/normalize.hpp"
 #include "nn/init.hpp"
 #include "nn/loss.hpp"
@@ -220,23 +222,27 @@ Tensor BatchedTranslator::loss(const text::PaddedArray& source, const text::Padd
   return nn::sequence_cross_entropy(logits, target.ids, target.valid_lengths);
 }
 
+EncoderOutput BatchedSeq2Seq::encode_sentence(const std::vector<int64_t>& source_ids,
+                                              int64_t num_steps) {
+  check(num_steps >= 1, "BatchedSeq2Seq: num_steps is {}; it must be at least 1", num_steps);
+  check(!source_ids.empty(), "BatchedSeq2Seq: the source is empty; give at least its <eos> id");
+  const int64_t length = std::min<int64_t>(static_cast<int64_t>(source_ids.size()), num_steps);
+  return encoder->forward(text::truncate_pad(source_ids, num_steps, kPad), {1, num_steps},
+                          {length});
+}
+
 Prediction BatchedSeq2Seq::predict(const std::vector<int64_t>& source_ids, int64_t num_steps) {
-  check(num_steps >= 1, "BatchedSeq2Seq::predict: num_steps is {}; it must be at least 1",
-        num_steps);
-  check(!source_ids.empty(),
-        "BatchedSeq2Seq::predict: the source is empty; give at least its <eos> id");
   const nn::EvalModeGuard eval_mode(*this);
   const NoGradGuard no_grad;
-  const int64_t length = std::min<int64_t>(static_cast<int64_t>(source_ids.size()), num_steps);
-  const EncoderOutput encoded =
-      encoder->forward(text::truncate_pad(source_ids, num_steps, kPad), {1, num_steps}, {length});
-  DecoderState state = decoder->init_state(encoded);
+  DecoderState state = decoder->init_state(encode_sentence(source_ids, num_steps));
   Prediction prediction;
   prediction.source_positions = num_steps;
   int64_t input = kBos;
   for (int64_t step = 0; step < num_steps; ++step) {
     const Tensor logits = decoder->forward({input}, {1, 1}, state);  // (1,1,V)
     const int64_t chosen = argmax(logits, 2).front();
+    prediction.log_probability +=
+        static_cast<double>(log_softmax(reshape(logits, {1, -1}), 1).at({0, chosen}));
     for (real weight : decoder->attention_weights().to_vector()) {
       prediction.attention.push_back(weight);
     }
@@ -327,10 +333,17 @@ TrainingReport train(BatchedTranslator& model, const text::BatchedData& data,
 
 // ---------------------------------------------------------------- translating
 
+std::vector<decoding::Hypothesis> BatchedTranslator::beam_predict(
+    const std::vector<int64_t>&, int64_t, const decoding::BeamSearchOptions& options) {
+  fail("{}: beam search (a beam of {}) is not available for this model; decode with a beam of 1",
+       type_name(), options.beam_size());
+}
+
 SentenceTranslation translate_sentence(BatchedTranslator& model,
                                        const text::Vocabulary& source_vocabulary,
                                        const text::Vocabulary& target_vocabulary,
-                                       std::string_view sentence, int64_t num_steps) {
+                                       std::string_view sentence, int64_t num_steps,
+                                       const decoding::BeamSearchOptions& beam) {
   check(num_steps >= 2,
         "translate_sentence: num_steps is {}; it must be at least 2 (a word and <eos>)", num_steps);
   const std::optional<std::string> normalized = text::preprocess_d2l(sentence);
@@ -348,8 +361,17 @@ SentenceTranslation translate_sentence(BatchedTranslator& model,
   encoded.ids.push_back(kEos);
   translation.source_words = std::move(words);
   translation.unknown_words = encoded.unknown_count;
-  translation.prediction = model.predict(encoded.ids, num_steps);
+  std::vector<decoding::Hypothesis> hypotheses;
+  if (beam.beam_size() == 1) {
+    decoding::check_options(beam);
+    translation.prediction = model.predict(encoded.ids, num_steps);
+    hypotheses.push_back(to_hypothesis(translation.prediction, beam.length_penalty()));
+  } else {
+    hypotheses = model.beam_predict(encoded.ids, num_steps, beam);
+    translation.prediction = to_prediction(hypotheses.front());
+  }
   translation.output_words = target_vocabulary.decode(translation.prediction.ids);
+  translation.nbest = decoding::in_words(hypotheses, target_vocabulary);
   return translation;
 }
 
@@ -363,21 +385,23 @@ const std::vector<ReferencePair>& textbook_test_pairs() {
 
 Evaluation evaluate(BatchedTranslator& model, const text::Vocabulary& source_vocabulary,
                     const text::Vocabulary& target_vocabulary,
-                    const std::vector<text::SentencePair>& pairs, int64_t num_steps) {
+                    const std::vector<text::SentencePair>& pairs, int64_t num_steps,
+                    const decoding::BeamSearchOptions& beam) {
   Evaluation evaluation;
   std::map<std::string, size_t> index_of;  // source sentence -> its entry in evaluation.pairs
   for (const text::SentencePair& pair : pairs) {
     const auto [position, inserted] = index_of.emplace(pair.source, evaluation.pairs.size());
-    if (inserted) evaluation.pairs.push_back({pair.source, {}, "", 0});
+    if (inserted) evaluation.pairs.push_back({pair.source, {}, "", 0, {}});
     evaluation.pairs[position->second].references.push_back(pair.target);
   }
   std::vector<std::vector<text::Words>> references;
   std::vector<text::Words> hypotheses;
   double bleu_sum = 0;
   for (EvaluatedPair& pair : evaluation.pairs) {
-    const SentenceTranslation translation =
-        translate_sentence(model, source_vocabulary, target_vocabulary, pair.source, num_steps);
+    const SentenceTranslation translation = translate_sentence(
+        model, source_vocabulary, target_vocabulary, pair.source, num_steps, beam);
     pair.output = text::join_words(translation.output_words);
+    pair.nbest = translation.nbest;
     for (const std::string& reference : pair.references) {
       pair.sentence_bleu =
           std::max(pair.sentence_bleu, text::d2l_sentence_bleu(pair.output, reference, 2));

@@ -52,6 +52,7 @@
 #include "models/text/batching.hpp"
 #include "models/text/bleu.hpp"
 #include "models/text/vocabulary.hpp"
+#include "models/translation/beam_search.hpp"
 #include "nn/attention.hpp"
 #include "nn/embedding.hpp"
 #include "nn/gru.hpp"
@@ -163,7 +164,8 @@ class Seq2SeqAttentionDecoder : public nn::Module {
 
 // ---------------------------------------------------------------- the model
 
-// A greedy translation of one sentence.
+// A translation of one sentence (greedy, or the best of beam search's:
+// models/batched_beam_decoder.hpp).
 struct Prediction {
   std::vector<int64_t> ids;  // output ids, <eos> not included
   bool reached_eos = false;  // false when it stopped after num_steps steps
@@ -172,6 +174,9 @@ struct Prediction {
   std::vector<double> attention;
   int64_t steps = 0;
   int64_t source_positions = 0;  // S = num_steps
+  // Σ log p of the chosen ids over the `steps` steps (<eos> included when
+  // reached), log p = log_softmax(logits): what beam search ranks by.
+  double log_probability = 0;
 };
 
 // What train, translate_sentence and evaluate below need of a model, so the
@@ -198,6 +203,13 @@ class BatchedTranslator : public nn::Module {
   // num_steps output ids, stopping at <eos>.
   virtual Prediction predict(const std::vector<int64_t>& source_ids, int64_t num_steps) = 0;
 
+  // Beam search (models/translation/beam_search.hpp) from the same source:
+  // the K best hypotheses, best first. A model without a one-step decoder
+  // for the search keeps this default, which throws an Error saying so.
+  virtual std::vector<decoding::Hypothesis> beam_predict(const std::vector<int64_t>& source_ids,
+                                                         int64_t num_steps,
+                                                         const decoding::BeamSearchOptions& options);
+
   virtual int64_t source_vocabulary_size() const = 0;
   virtual int64_t target_vocabulary_size() const = 0;
 };
@@ -212,8 +224,17 @@ class BatchedSeq2Seq : public BatchedTranslator {
   Tensor forward(const text::PaddedArray& source, const std::vector<int64_t>& decoder_inputs,
                  const Shape& decoder_shape) override;
   Prediction predict(const std::vector<int64_t>& source_ids, int64_t num_steps) override;
+  // models/batched_beam_decoder.hpp: the hypotheses as rows of one decoder batch.
+  std::vector<decoding::Hypothesis> beam_predict(const std::vector<int64_t>& source_ids,
+                                                 int64_t num_steps,
+                                                 const decoding::BeamSearchOptions& options) override;
   int64_t source_vocabulary_size() const override { return options_.source_vocabulary(); }
   int64_t target_vocabulary_size() const override { return options_.target_vocabulary(); }
+
+  // The encoder's output for one sentence as predict reads it: source_ids
+  // cut or padded to num_steps, valid length min(ids, num_steps) -> outputs
+  // (1,S,H), hidden (L,1,H). Records a graph unless called under a NoGradGuard.
+  EncoderOutput encode_sentence(const std::vector<int64_t>& source_ids, int64_t num_steps);
 
   const BatchedSeq2SeqOptions& options() const { return options_; }
 
@@ -314,20 +335,23 @@ TrainingReport train(BatchedTranslator& model, const text::BatchedData& data,
 // ---------------------------------------------------------------- translating
 
 struct SentenceTranslation {
-  std::vector<std::string> source_words;  // after d2l's preprocessing, cut to num_steps − 1
-  std::vector<std::string> output_words;  // <eos> not included
-  Prediction prediction;
-  int64_t unknown_words = 0;  // source words that became <unk>
-  int64_t dropped_words = 0;  // source words beyond num_steps − 1, not read
+  std::vector<std::string> source_words;     // after d2l's preprocessing, cut to num_steps − 1
+  std::vector<std::string> output_words;     // <eos> not included
+  Prediction prediction;                     // the best
+  std::vector<decoding::ScoredWords> nbest;  // the K best, best first (greedy: the one)
+  int64_t unknown_words = 0;                 // source words that became <unk>
+  int64_t dropped_words = 0;                 // source words beyond num_steps − 1, not read
 };
 
 // d2l's predict_seq2seq on raw text: preprocess_d2l (lower case, spaces
-// before punctuation), split, encode, append <eos>, decode greedily. Throws
-// on invalid UTF-8 or an empty sentence.
+// before punctuation), split, encode, append <eos>, decode — greedily
+// (predict) when the beam size is 1, else by beam search (beam_predict).
+// Throws on invalid UTF-8 or an empty sentence.
 SentenceTranslation translate_sentence(BatchedTranslator& model,
                                        const text::Vocabulary& source_vocabulary,
                                        const text::Vocabulary& target_vocabulary,
-                                       std::string_view sentence, int64_t num_steps);
+                                       std::string_view sentence, int64_t num_steps,
+                                       const decoding::BeamSearchOptions& beam = {});
 
 // d2l's four test sentences and their references, English -> French.
 struct ReferencePair {
@@ -341,6 +365,7 @@ struct EvaluatedPair {
   std::vector<std::string> references;
   std::string output;
   double sentence_bleu = 0;  // d2l_sentence_bleu, k = 2, against the reference it fits best
+  std::vector<decoding::ScoredWords> nbest;  // the K best, best first (output is the first)
 };
 
 struct Evaluation {
@@ -352,9 +377,11 @@ struct Evaluation {
 };
 
 // Translates every distinct source sentence of `pairs` (already normalised,
-// e.g. by read_pairs with Normalization::kD2l) and scores the outputs.
+// e.g. by read_pairs with Normalization::kD2l; greedily, or by beam search
+// when beam.beam_size() > 1) and scores the outputs.
 Evaluation evaluate(BatchedTranslator& model, const text::Vocabulary& source_vocabulary,
                     const text::Vocabulary& target_vocabulary,
-                    const std::vector<text::SentencePair>& pairs, int64_t num_steps);
+                    const std::vector<text::SentencePair>& pairs, int64_t num_steps,
+                    const decoding::BeamSearchOptions& beam = {});
 
 }  // namespace attograd::batched_seq2seq

@@ -122,6 +122,7 @@ void declare_batched_translate_flags(cli::Parser& parser, BatchedTranslateFlags&
   parser.flag("checkpoint", flags.checkpoint, "checkpoint written by train --recipe batched")
       .flag("attention", flags.attention,
             "folder for one attention heatmap per sentence (attention_<line>.svg)");
+  translate_beam::declare_beam_flags(parser, flags.beam);
 }
 
 void declare_batched_eval_flags(cli::Parser& parser, BatchedEvalFlags& flags) {
@@ -133,6 +134,7 @@ void declare_batched_eval_flags(cli::Parser& parser, BatchedEvalFlags& flags) {
             cli::at_least(-1))
       .flag("examples", flags.examples, "translations to print", cli::non_negative())
       .flag("json", flags.json, "print one JSON summary line on stdout");
+  translate_beam::declare_beam_flags(parser, flags.beam);
 }
 
 // ---------------------------------------------------------------- train
@@ -385,7 +387,8 @@ int run_batched_train(const BatchedTrainFlags& flags) {
 
 int translate_lines(BatchedTranslator& model, const text::Vocabulary& source_vocabulary,
                     const text::Vocabulary& target_vocabulary, int64_t num_steps,
-                    const std::string& attention_folder, const DrawAttention& draw,
+                    const translate_beam::BeamFlags& beam, const std::string& attention_folder,
+                    const DrawAttention& draw,
                     std::istream& in, std::ostream& out, std::ostream& err) {
   if (!attention_folder.empty()) fs::create_directories(attention_folder);
   int64_t line_number = 0, translated = 0, unknown = 0;
@@ -404,7 +407,8 @@ int translate_lines(BatchedTranslator& model, const text::Vocabulary& source_voc
       continue;
     }
     const SentenceTranslation translation =
-        translate_sentence(model, source_vocabulary, target_vocabulary, line, num_steps);
+        translate_sentence(model, source_vocabulary, target_vocabulary, line, num_steps,
+                           translate_beam::beam_options(beam));
     if (translation.unknown_words > 0) {
       err << fmt::format("warning: stdin:{}: {} word{} not in the vocabulary became <unk>\n",
                          line_number, translation.unknown_words,
@@ -416,7 +420,11 @@ int translate_lines(BatchedTranslator& model, const text::Vocabulary& source_voc
           "warning: stdin:{}: the model reads at most {} words; the last {} were cut off\n",
           line_number, num_steps - 1, translation.dropped_words);
     }
-    out << text::join_words(translation.output_words) << "\n" << std::flush;
+    if (beam.nbest) {
+      translate_beam::print_nbest_lines(out, line_number, translation.nbest);
+    } else {
+      out << text::join_words(translation.output_words) << "\n" << std::flush;
+    }
     if (!attention_folder.empty()) {
       draw(fs::path(attention_folder) / fmt::format("attention_{}.svg", line_number), translation);
     }
@@ -432,7 +440,8 @@ int run_batched_translate(const BatchedTranslateFlags& flags, std::istream& in, 
   const CheckpointInfo info = read_checkpoint_info(flags.checkpoint);
   const std::unique_ptr<BatchedSeq2Seq> model = load_model(flags.checkpoint, info);
   return translate_lines(
-      *model, info.source_vocabulary, info.target_vocabulary, info.num_steps, flags.attention,
+      *model, info.source_vocabulary, info.target_vocabulary, info.num_steps, flags.beam,
+      flags.attention,
       [](const fs::path& path, const SentenceTranslation& translation) {
         save_attention_map(path, translation, "Bahdanau attention (batched recipe)");
       },
@@ -448,8 +457,9 @@ int evaluate_checkpoint(BatchedTranslator& model, const TrainedOn& trained,
   const int64_t count = flags.num_examples < 0 ? trained.num_examples : flags.num_examples;
   const std::vector<text::SentencePair> pairs = take(set.pairs, flags.offset, count);
   text::require_pairs(pairs, set.report, fmt::format("to evaluate from pair {}", flags.offset));
-  const Evaluation evaluation = evaluate(model, trained.source_vocabulary,
-                                         trained.target_vocabulary, pairs, trained.num_steps);
+  const Evaluation evaluation =
+      evaluate(model, trained.source_vocabulary, trained.target_vocabulary, pairs,
+               trained.num_steps, translate_beam::beam_options(flags.beam));
   std::ostream& out = flags.json ? std::cerr : std::cout;
   const text::BleuDetails& bleu = evaluation.corpus;
   out << fmt::format(
@@ -458,8 +468,9 @@ int evaluate_checkpoint(BatchedTranslator& model, const TrainedOn& trained,
       bleu.score, flags.offset, flags.offset + std::ssize(pairs), path, evaluation.pairs.size(),
       bleu.precisions[0], bleu.precisions[1], bleu.precisions[2], bleu.precisions[3],
       bleu.brevity_penalty, evaluation.mean_sentence_bleu);
-  out << fmt::format("{} unknown source words mapped to <unk>, {} cut off beyond {} words\n\n",
+  out << fmt::format("{} unknown source words mapped to <unk>, {} cut off beyond {} words\n",
                      evaluation.unknown_words, evaluation.dropped_words, trained.num_steps - 1);
+  out << "decoding: " << translate_beam::describe(flags.beam) << "\n\n";
   const int64_t shown = std::min<int64_t>(flags.examples, std::ssize(evaluation.pairs));
   for (int64_t i = 0; i < shown; ++i) {
     // Spread over the range rather than the first few, which are all one-word sentences.
@@ -467,7 +478,9 @@ int evaluate_checkpoint(BatchedTranslator& model, const TrainedOn& trained,
         evaluation.pairs[static_cast<size_t>(i * std::ssize(evaluation.pairs) / shown)];
     out << "> " << pair.source << "\n";
     for (const std::string& reference : pair.references) out << "= " << reference << "\n";
-    out << fmt::format("< {}   (bleu k=2: {:.3f})\n\n", pair.output, pair.sentence_bleu);
+    out << fmt::format("< {}   (bleu k=2: {:.3f})\n", pair.output, pair.sentence_bleu);
+    if (flags.beam.nbest) translate_beam::print_nbest_block(out, pair.nbest);
+    out << "\n";
   }
   if (flags.json) {
     const nlohmann::json summary = {{"recipe", trained.recipe},
@@ -476,7 +489,9 @@ int evaluate_checkpoint(BatchedTranslator& model, const TrainedOn& trained,
                                     {"pairs", pairs.size()},
                                     {"sentences", evaluation.pairs.size()},
                                     {"unknown_words", evaluation.unknown_words},
-                                    {"dropped_words", evaluation.dropped_words}};
+                                    {"dropped_words", evaluation.dropped_words},
+                                    {"beam", flags.beam.beam},
+                                    {"length_penalty", flags.beam.length_penalty}};
     std::cout << summary.dump() << std::endl;
   }
   return 0;

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "examples/common/cli.hpp"
+#include "examples/translate/beam_flags.hpp"
 #include "models/batched_seq2seq.hpp"
 #include "models/text/pairs.hpp"
 #include "nn/checkpoint.hpp"
@@ -54,6 +55,7 @@ struct BatchedTrainFlags {
 struct BatchedTranslateFlags {
   std::string checkpoint = "out/translate_batched/checkpoint.safetensors";
   std::string attention;  // folder for attention_<line>.svg, or "" for none
+  translate_beam::BeamFlags beam;
 };
 
 struct BatchedEvalFlags {
@@ -63,6 +65,7 @@ struct BatchedEvalFlags {
   int64_t num_examples = -1;  // pairs to score after the offset (-1: the checkpoint's; 0: all)
   int64_t examples = 10;      // translations to print
   bool json = false;
+  translate_beam::BeamFlags beam;
 };
 
 // Bind the flags of each command to `parser` (a command's parser).
@@ -195,12 +198,13 @@ void finish_training(batched_seq2seq::BatchedTranslator& model, const text::Pair
                      const TrainOutputs& outputs, std::ostream& out);
 
 // The translate command for any model: one sentence per line of `in`, one
-// translation per line of `out`, warnings to `err`, and with a non-empty
+// translation per line of `out` (the K best with --nbest), warnings to `err`, and with a non-empty
 // attention_folder a picture per line (attention_<line>.svg) by `draw`.
 int translate_lines(batched_seq2seq::BatchedTranslator& model,
                     const text::Vocabulary& source_vocabulary,
                     const text::Vocabulary& target_vocabulary, int64_t num_steps,
-                    const std::string& attention_folder, const DrawAttention& draw,
+                    const translate_beam::BeamFlags& beam, const std::string& attention_folder,
+                    const DrawAttention& draw,
                     std::istream& in, std::ostream& out, std::ostream& err);
 
 // What a checkpoint says about the data it was trained on.

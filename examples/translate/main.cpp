@@ -9,6 +9,7 @@
 //   translate train --resume out/translate/checkpoint.safetensors --iters 100000
 //   echo "je suis fatigue ." | translate translate --attention out/maps
 //   translate eval                           # BLEU on the held-out split
+//   translate eval --beam 5                  # … decoded by beam search (beam_flags.hpp)
 //   translate train --recipe batched         # d2l's batched recipe (batched_recipe.hpp)
 //   translate train --recipe transformer     # d2l's Transformer (transformer_recipe.hpp)
 //

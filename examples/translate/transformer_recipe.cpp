@@ -172,6 +172,7 @@ void declare_transformer_translate_flags(cli::Parser& parser, TransformerTransla
       .flag("attention", flags.attention,
             "folder for one heatmap per sentence (attention_<line>.svg: the last block's "
             "encoder–decoder attention, averaged over the heads)");
+  translate_beam::declare_beam_flags(parser, flags.beam);
 }
 
 void declare_transformer_eval_flags(cli::Parser& parser, BatchedEvalFlags& flags) {
@@ -242,7 +243,7 @@ int run_transformer_translate(const TransformerTranslateFlags& flags, std::istre
   const std::unique_ptr<Transformer> model = load_transformer(flags.checkpoint, info);
   return translate_lines(
       *model, info.trained.source_vocabulary, info.trained.target_vocabulary,
-      info.trained.num_steps, flags.attention,
+      info.trained.num_steps, flags.beam, flags.attention,
       [](const fs::path& path, const SentenceTranslation& translation) {
         save_attention_map(path, translation, kMapTitle);
       },

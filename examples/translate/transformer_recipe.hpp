@@ -51,6 +51,7 @@ struct TransformerTrainFlags {
 struct TransformerTranslateFlags {
   std::string checkpoint = "out/translate_transformer/checkpoint.safetensors";
   std::string attention;  // folder for attention_<line>.svg, or "" for none
+  translate_beam::BeamFlags beam;
 };
 
 void declare_transformer_train_flags(cli::Parser& parser, TransformerTrainFlags& flags);

@@ -64,6 +64,7 @@ void declare_translate_flags(cli::Parser& parser, TranslateFlags& flags) {
   parser.flag("checkpoint", flags.checkpoint, "checkpoint written by train")
       .flag("attention", flags.attention,
             "folder for one attention heatmap per sentence (attention_<line>.svg)");
+  translate_beam::declare_beam_flags(parser, flags.beam);
 }
 
 void declare_eval_flags(cli::Parser& parser, EvalFlags& flags) {
@@ -72,6 +73,7 @@ void declare_eval_flags(cli::Parser& parser, EvalFlags& flags) {
       .flag("examples", flags.examples, "random examples to print", cli::non_negative())
       .flag("seed", flags.seed, "seed for picking the examples", cli::non_negative())
       .flag("json", flags.json, "print one JSON summary line on stdout");
+  translate_beam::declare_beam_flags(parser, flags.beam);
 }
 
 // ---------------------------------------------------------------- shared
@@ -160,9 +162,14 @@ int run_translate(const TranslateFlags& flags) {
       continue;
     }
     const SentenceTranslation translation =
-        translate_sentence(*model, info.source_vocabulary, info.target_vocabulary, *normalized);
+        translate_sentence(*model, info.source_vocabulary, info.target_vocabulary, *normalized,
+                           translate_beam::beam_options(flags.beam));
     unknown += warn_about_unread_words(translation, line_number, info.model.max_length());
-    std::cout << text::join_words(translation.output_words) << "\n" << std::flush;
+    if (flags.beam.nbest) {
+      translate_beam::print_nbest_lines(std::cout, line_number, translation.nbest);
+    } else {
+      std::cout << text::join_words(translation.output_words) << "\n" << std::flush;
+    }
     if (!flags.attention.empty()) {
       save_attention_map(fs::path(flags.attention) / fmt::format("attention_{}.svg", line_number),
                          translation, info.model.decoder(), info.model.max_length());
@@ -196,8 +203,8 @@ int run_eval(const EvalFlags& flags) {
     pairs = set.pairs;
     name = flags.data;
   }
-  const Evaluation evaluation =
-      evaluate(*model, info.source_vocabulary, info.target_vocabulary, pairs);
+  const Evaluation evaluation = evaluate(*model, info.source_vocabulary, info.target_vocabulary,
+                                         pairs, translate_beam::beam_options(flags.beam));
   std::ostream& out = flags.json ? std::cerr : std::cout;
   const text::BleuDetails& bleu = evaluation.bleu;
   out << fmt::format(
@@ -205,23 +212,28 @@ int run_eval(const EvalFlags& flags) {
       "{:.3f}, brevity penalty {:.3f}\n",
       bleu.score, name, pairs.size(), evaluation.examples.size(), bleu.precisions[0],
       bleu.precisions[1], bleu.precisions[2], bleu.precisions[3], bleu.brevity_penalty);
-  out << fmt::format("{} unknown source words mapped to <unk>, {} cut off beyond {} words\n\n",
+  out << fmt::format("{} unknown source words mapped to <unk>, {} cut off beyond {} words\n",
                      evaluation.unknown_words, evaluation.dropped_words,
                      info.model.max_length() - 1);
+  out << "decoding: " << translate_beam::describe(flags.beam) << "\n\n";
   Generator random(static_cast<uint64_t>(flags.seed));
   for (int64_t i = 0; i < flags.examples && !evaluation.examples.empty(); ++i) {
     const EvaluationExample& example =
         evaluation.examples[random.below(evaluation.examples.size())];
     out << "> " << example.source << "\n";
     for (const std::string& reference : example.references) out << "= " << reference << "\n";
-    out << "< " << example.output << "\n\n";
+    out << "< " << example.output << "\n";
+    if (flags.beam.nbest) translate_beam::print_nbest_block(out, example.nbest);
+    out << "\n";
   }
   if (flags.json) {
     const nlohmann::json summary = {{"bleu", bleu.score},
                                     {"pairs", pairs.size()},
                                     {"sentences", evaluation.examples.size()},
                                     {"unknown_words", evaluation.unknown_words},
-                                    {"dropped_words", evaluation.dropped_words}};
+                                    {"dropped_words", evaluation.dropped_words},
+                                    {"beam", flags.beam.beam},
+                                    {"length_penalty", flags.beam.length_penalty}};
     std::cout << summary.dump() << std::endl;
   }
   return 0;
