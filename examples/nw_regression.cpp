@@ -30,7 +30,7 @@
 #include <vector>
 
 #include "examples/common/cli.hpp"
-#include "examples/common/svg_plot.hpp"
+#include "plot/svg_plot.hpp"
 #include "tensor/atomic_file.hpp"
 
 using namespace attograd;
