@@ -29,7 +29,7 @@ namespace {
 // The checks both forms share; returns D, the size of one normalised row.
 int64_t check_layer_norm(const char* op, const Tensor& x, const Shape& normalized_shape,
                          const Tensor& weight, const Tensor& bias, real eps) {
-  detail::check_defined(op, x);
+  check_defined(op, x);
   const int64_t k = normalized_shape.ndim();
   bool trailing = k >= 1 && k <= x.dim();
   for (int64_t i = 0; trailing && i < k; ++i) {

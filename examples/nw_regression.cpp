@@ -32,7 +32,7 @@
 
 #include "examples/common/cli.hpp"
 #include "examples/common/inspect_tools.hpp"
-#include "examples/common/svg_plot.hpp"
+#include "plot/svg_plot.hpp"
 #include "tensor/atomic_file.hpp"
 
 using namespace attograd;

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "examples/common/svg_plot.hpp"
+#include "plot/svg_plot.hpp"
 #include "examples/translate/batched_checkpoint.hpp"
 #include "models/batched_seq2seq.hpp"
 #include "models/text/normalize.hpp"

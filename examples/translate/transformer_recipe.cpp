@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "autograd/ops.hpp"
-#include "examples/common/svg_plot.hpp"
+#include "plot/svg_plot.hpp"
 #include "examples/translate/batched_checkpoint.hpp"
 #include "models/transformer/transformer.hpp"
 #include "nn/checkpoint.hpp"

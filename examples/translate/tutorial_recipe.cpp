@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "examples/common/svg_plot.hpp"
+#include "plot/svg_plot.hpp"
 #include "models/seq2seq.hpp"
 #include "models/text/normalize.hpp"
 #include "models/translation/training.hpp"

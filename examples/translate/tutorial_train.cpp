@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "examples/common/svg_plot.hpp"
+#include "plot/svg_plot.hpp"
 #include "examples/translate/tutorial_recipe.hpp"
 #include "models/seq2seq.hpp"
 #include "models/text/normalize.hpp"

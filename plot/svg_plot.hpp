@@ -1,4 +1,4 @@
-// examples/common/svg_plot.hpp — small, dependency-free SVG charts for the
+// plot/svg_plot.hpp — small, dependency-free SVG charts for the
 // example programs: line/scatter charts (loss curves, regression fits) and
 // heatmaps (attention weights).
 //
@@ -26,7 +26,7 @@
 // and xml_escape).
 #pragma once
 
-#include "examples/common/svg_document.hpp"
-#include "examples/common/svg_heatmap.hpp"
-#include "examples/common/svg_line_plot.hpp"
-#include "examples/common/svg_scales.hpp"
+#include "plot/svg_document.hpp"
+#include "plot/svg_heatmap.hpp"
+#include "plot/svg_line_plot.hpp"
+#include "plot/svg_scales.hpp"

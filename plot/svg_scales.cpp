@@ -1,6 +1,6 @@
-// examples/common/svg_scales.cpp — colours, colour maps and tick placement
+// plot/svg_scales.cpp — colours, colour maps and tick placement
 // (svg_scales.hpp).
-#include "examples/common/svg_scales.hpp"
+#include "plot/svg_scales.hpp"
 
 #include <fmt/format.h>
 

@@ -1,7 +1,7 @@
-// examples/common/svg_line_plot.cpp — the drawing behind LineChart
+// plot/svg_line_plot.cpp — the drawing behind LineChart
 // (svg_line_plot.hpp). to_svg() lays out the frame, then draws the axes, the
 // series and the legend, in that order, so later parts paint over earlier ones.
-#include "examples/common/svg_line_plot.hpp"
+#include "plot/svg_line_plot.hpp"
 
 #include <fmt/format.h>
 
@@ -9,7 +9,7 @@
 #include <cmath>
 #include <limits>
 
-#include "examples/common/svg_document.hpp"
+#include "plot/svg_document.hpp"
 #include "tensor/atomic_file.hpp"
 #include "tensor/error.hpp"
 

@@ -1,4 +1,4 @@
-// examples/common/svg_line_plot.hpp — x/y charts with line and scatter series
+// plot/svg_line_plot.hpp — x/y charts with line and scatter series
 // (loss curves, regression fits). Part of svg_plot.hpp, which has an example.
 #pragma once
 
@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "examples/common/svg_scales.hpp"
+#include "plot/svg_scales.hpp"
 
 namespace attograd::plot {
 

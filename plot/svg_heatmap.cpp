@@ -1,7 +1,7 @@
-// examples/common/svg_heatmap.cpp — the drawing behind Heatmap
+// plot/svg_heatmap.cpp — the drawing behind Heatmap
 // (svg_heatmap.hpp). to_svg() sizes the cells to the picture, then draws the
 // cells, the axes and the colour bar.
-#include "examples/common/svg_heatmap.hpp"
+#include "plot/svg_heatmap.hpp"
 
 #include <fmt/format.h>
 
@@ -9,7 +9,7 @@
 #include <cmath>
 #include <limits>
 
-#include "examples/common/svg_document.hpp"
+#include "plot/svg_document.hpp"
 #include "tensor/atomic_file.hpp"
 #include "tensor/error.hpp"
 

@@ -1,4 +1,4 @@
-// examples/common/svg_document.hpp — the SVG text that both chart kinds build,
+// plot/svg_document.hpp — the SVG text that both chart kinds build,
 // and the small layout arithmetic they share.
 //
 // Only xml_escape is part of the plotting interface (svg_plot.hpp). The rest

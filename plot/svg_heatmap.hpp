@@ -1,4 +1,4 @@
-// examples/common/svg_heatmap.hpp — a matrix drawn as coloured cells with a
+// plot/svg_heatmap.hpp — a matrix drawn as coloured cells with a
 // colour bar (attention weights). Part of svg_plot.hpp, which has an example.
 #pragma once
 
@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "examples/common/svg_scales.hpp"
+#include "plot/svg_scales.hpp"
 
 namespace attograd::plot {
 

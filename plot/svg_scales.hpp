@@ -1,4 +1,4 @@
-// examples/common/svg_scales.hpp — how values become colours and axis ticks:
+// plot/svg_scales.hpp — how values become colours and axis ticks:
 // the series palette, colour maps for heatmaps, and "nice" tick steps and
 // labels. Part of svg_plot.hpp; the charts in svg_line_plot.hpp and
 // svg_heatmap.hpp use them.

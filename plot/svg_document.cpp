@@ -1,6 +1,6 @@
-// examples/common/svg_document.cpp — the SVG writer and the layout helpers
+// plot/svg_document.cpp — the SVG writer and the layout helpers
 // of svg_document.hpp.
-#include "examples/common/svg_document.hpp"
+#include "plot/svg_document.hpp"
 
 #include <fmt/format.h>
 
