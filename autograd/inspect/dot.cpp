@@ -177,14 +177,14 @@ Picture draw(const std::vector<GraphTensor>& tensors, const std::vector<std::str
     if (!module[t].empty()) {
       const auto [box, added] = boxes.try_emplace(module[t]);
       if (added) {
-        box->second.id = "module" + std::to_string(boxes.size() - 1);
+        box->second.id = fmt::format("module{}", boxes.size() - 1);
         picture.ids.push_back(box->second.id);
       }
       ++(tensors[t].node != nullptr ? box->second.ops : box->second.leaves);
       id[t] = box->second.id;
       continue;
     }
-    id[t] = "t" + std::to_string(t);
+    id[t] = fmt::format("t{}", t);
     picture.ids.push_back(id[t]);
     picture.attributes[id[t]] =
         fmt::format("shape={}, label=\"{}\"{}", tensors[t].node != nullptr ? "box" : "ellipse",

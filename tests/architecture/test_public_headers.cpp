@@ -16,7 +16,9 @@ namespace {
 // Headers that are not part of the public API, and why.
 const std::set<std::string> kInternalHeaders = {
     "tensor/xsimd.hpp",          // needs xsimd, which only the library's sources use; not installed
+    "tensor/kernels_simd.hpp",   // the kernels' SIMD helpers, on xsimd; not installed
     "autograd/graph_order.hpp",  // the engine's traversal order
+    "autograd/inspect/hooks.hpp",  // where the engine lets the inspection tools in
 };
 
 std::string read(const fs::path& path) {
