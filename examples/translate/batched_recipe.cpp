@@ -14,12 +14,12 @@
 #include <string>
 #include <vector>
 
-#include "plot/svg_plot.hpp"
 #include "examples/translate/batched_checkpoint.hpp"
 #include "models/batched_seq2seq.hpp"
 #include "models/text/normalize.hpp"
 #include "models/text/pairs.hpp"
 #include "nn/checkpoint.hpp"
+#include "plot/svg_plot.hpp"
 #include "tensor/error.hpp"
 #include "tensor/parallel.hpp"
 
@@ -388,8 +388,8 @@ int run_batched_train(const BatchedTrainFlags& flags) {
 int translate_lines(BatchedTranslator& model, const text::Vocabulary& source_vocabulary,
                     const text::Vocabulary& target_vocabulary, int64_t num_steps,
                     const translate_beam::BeamFlags& beam, const std::string& attention_folder,
-                    const DrawAttention& draw,
-                    std::istream& in, std::ostream& out, std::ostream& err) {
+                    const DrawAttention& draw, std::istream& in, std::ostream& out,
+                    std::ostream& err) {
   if (!attention_folder.empty()) fs::create_directories(attention_folder);
   int64_t line_number = 0, translated = 0, unknown = 0;
   std::string line;

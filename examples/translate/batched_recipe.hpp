@@ -204,8 +204,8 @@ int translate_lines(batched_seq2seq::BatchedTranslator& model,
                     const text::Vocabulary& source_vocabulary,
                     const text::Vocabulary& target_vocabulary, int64_t num_steps,
                     const translate_beam::BeamFlags& beam, const std::string& attention_folder,
-                    const DrawAttention& draw,
-                    std::istream& in, std::ostream& out, std::ostream& err);
+                    const DrawAttention& draw, std::istream& in, std::ostream& out,
+                    std::ostream& err);
 
 // What a checkpoint says about the data it was trained on.
 struct TrainedOn {

@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "plot/svg_plot.hpp"
 #include "models/seq2seq.hpp"
 #include "models/text/normalize.hpp"
 #include "models/translation/training.hpp"
+#include "plot/svg_plot.hpp"
 
 namespace attograd::translate_tutorial {
 
