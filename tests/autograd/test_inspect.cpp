@@ -153,7 +153,7 @@ TEST_CASE("DetectAnomaly names the op whose output overflowed to inf", "[inspect
                           "began) produced inf in its output of shape (2), at element 1;"));
 }
 
-TEST_CASE("without DetectAnomaly nothing is checked; with it every output and gradient is",
+TEST_CASE("without DetectAnomaly nothing is checked, with it every output and gradient is",
           "[inspect][anomaly]") {
   Tensor x = requires_grad_(from_vector({1.0, 2.0}, {2}));
   const int64_t before = DetectAnomaly::checks();
@@ -242,7 +242,7 @@ TEST_CASE("Profiler counts the ops of every thread", "[inspect][profiler]") {
   CHECK(row(profiler.results(), "sum").forward_calls == 100);
 }
 
-TEST_CASE("ProfileScope times a named part; an optimizer step is one", "[inspect][profiler]") {
+TEST_CASE("ProfileScope times a named part, and an optimizer step is one", "[inspect][profiler]") {
   Tensor w = requires_grad_(ones({8}));
   nn::SGD sgd({{"w", w}}, nn::SGDOptions(0.1));
   Profiler profiler;

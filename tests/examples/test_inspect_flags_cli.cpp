@@ -39,7 +39,7 @@ TEST_CASE("translate train --lr 1e30 --detect-anomaly ends with the op that went
   CHECK_THAT(result.err, Contains("its inputs had shapes ["));
 }
 
-TEST_CASE("translate train --dot draws one iteration by module; --profile prints the table",
+TEST_CASE("translate train --dot draws one iteration by module, --profile prints the table",
           "[inspect][cli]") {
   if constexpr (!kFloatBuild) return;
   TemporaryFolder scratch;

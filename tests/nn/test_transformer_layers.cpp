@@ -80,7 +80,7 @@ TEST_CASE("PositionWiseFFN and AddNorm: the definitions and d2l's names", "[tran
                                "(2,4,4) must have the same shape"));
 }
 
-TEST_CASE("TransformerEncoderBlock: d2l's shapes and names; padding changes nothing",
+TEST_CASE("TransformerEncoderBlock: d2l's shapes and names, and padding changes nothing",
           "[transformer]") {
   Generator generator(3);
   nn::TransformerEncoderBlock block(nn::TransformerBlockOptions(24, 48, 8).dropout(0.5), generator);
