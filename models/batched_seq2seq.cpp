@@ -333,12 +333,6 @@ TrainingReport train(BatchedTranslator& model, const text::BatchedData& data,
 
 // ---------------------------------------------------------------- translating
 
-std::vector<decoding::Hypothesis> BatchedTranslator::beam_predict(
-    const std::vector<int64_t>&, int64_t, const decoding::BeamSearchOptions& options) {
-  fail("{}: beam search (a beam of {}) is not available for this model; decode with a beam of 1",
-       type_name(), options.beam_size());
-}
-
 SentenceTranslation translate_sentence(BatchedTranslator& model,
                                        const text::Vocabulary& source_vocabulary,
                                        const text::Vocabulary& target_vocabulary,

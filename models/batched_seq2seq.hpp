@@ -204,11 +204,10 @@ class BatchedTranslator : public nn::Module {
   virtual Prediction predict(const std::vector<int64_t>& source_ids, int64_t num_steps) = 0;
 
   // Beam search (models/translation/beam_search.hpp) from the same source:
-  // the K best hypotheses, best first. A model without a one-step decoder
-  // for the search keeps this default, which throws an Error saying so.
-  virtual std::vector<decoding::Hypothesis> beam_predict(const std::vector<int64_t>& source_ids,
-                                                         int64_t num_steps,
-                                                         const decoding::BeamSearchOptions& options);
+  // the K best hypotheses, best first; K = 1 gives predict's output.
+  virtual std::vector<decoding::Hypothesis> beam_predict(
+      const std::vector<int64_t>& source_ids, int64_t num_steps,
+      const decoding::BeamSearchOptions& options) = 0;
 
   virtual int64_t source_vocabulary_size() const = 0;
   virtual int64_t target_vocabulary_size() const = 0;
@@ -225,9 +224,9 @@ class BatchedSeq2Seq : public BatchedTranslator {
                  const Shape& decoder_shape) override;
   Prediction predict(const std::vector<int64_t>& source_ids, int64_t num_steps) override;
   // models/batched_beam_decoder.hpp: the hypotheses as rows of one decoder batch.
-  std::vector<decoding::Hypothesis> beam_predict(const std::vector<int64_t>& source_ids,
-                                                 int64_t num_steps,
-                                                 const decoding::BeamSearchOptions& options) override;
+  std::vector<decoding::Hypothesis> beam_predict(
+      const std::vector<int64_t>& source_ids, int64_t num_steps,
+      const decoding::BeamSearchOptions& options) override;
   int64_t source_vocabulary_size() const override { return options_.source_vocabulary(); }
   int64_t target_vocabulary_size() const override { return options_.target_vocabulary(); }
 

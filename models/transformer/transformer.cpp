@@ -164,20 +164,31 @@ Tensor step_row(const Tensor& weights, int64_t width) {
 
 }  // namespace
 
+Transformer::EncodedSentence Transformer::encode_sentence(const std::vector<int64_t>& source_ids,
+                                                          int64_t num_steps) {
+  check(num_steps >= 1, "Transformer::encode_sentence: num_steps is {}; it must be at least 1",
+        num_steps);
+  check(!source_ids.empty(),
+        "Transformer::encode_sentence: the source is empty; give at least its <eos> id");
+  EncodedSentence encoded;
+  encoded.length = std::min<int64_t>(static_cast<int64_t>(source_ids.size()), num_steps);
+  encoded.outputs = encoder->forward(text::truncate_pad(source_ids, num_steps, kPad),
+                                     {1, num_steps}, {encoded.length});
+  return encoded;
+}
+
 Prediction Transformer::predict(const std::vector<int64_t>& source_ids, int64_t num_steps) {
   check(num_steps >= 1, "Transformer::predict: num_steps is {}; it must be at least 1", num_steps);
   check(!source_ids.empty(),
         "Transformer::predict: the source is empty; give at least its <eos> id");
   const nn::EvalModeGuard eval_mode(*this);
   const NoGradGuard no_grad;
-  const int64_t length = std::min<int64_t>(static_cast<int64_t>(source_ids.size()), num_steps);
-  const Tensor encoded =
-      encoder->forward(text::truncate_pad(source_ids, num_steps, kPad), {1, num_steps}, {length});
+  const EncodedSentence encoded = encode_sentence(source_ids, num_steps);
   attention_maps_ = AttentionMaps();
   for (const Tensor& weights : encoder->attention_weights()) {
     attention_maps_.encoder.push_back(select(weights, 0, 0));  // (h,S,S)
   }
-  TransformerDecoderState state = decoder->init_state(encoded, {length});
+  TransformerDecoderState state = decoder->init_state(encoded.outputs, {encoded.length});
   const size_t N = decoder->blks->blocks.size();
   std::vector<std::vector<Tensor>> self_rows(N), cross_rows(N);
   Prediction prediction;
@@ -186,6 +197,8 @@ Prediction Transformer::predict(const std::vector<int64_t>& source_ids, int64_t 
   for (int64_t step = 0; step < num_steps; ++step) {
     const Tensor logits = decoder->forward({input}, {1, 1}, state);  // (1,1,V)
     const int64_t chosen = argmax(logits, 2).front();
+    prediction.log_probability +=
+        static_cast<double>(log_softmax(reshape(logits, {1, -1}), 1).at({0, chosen}));
     const std::vector<Tensor> self = decoder->self_attention_weights();
     const std::vector<Tensor> cross = decoder->cross_attention_weights();
     for (size_t i = 0; i < N; ++i) {

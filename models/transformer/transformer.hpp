@@ -204,8 +204,21 @@ class Transformer : public batched_seq2seq::BatchedTranslator {
   // Prediction::attention holds the last block's encoder–decoder weights,
   // averaged over the heads; attention_maps() has every head.
   Prediction predict(const std::vector<int64_t>& source_ids, int64_t num_steps) override;
+  // models/transformer/beam_decoder.hpp: the hypotheses as rows of one decoder step.
+  std::vector<decoding::Hypothesis> beam_predict(
+      const std::vector<int64_t>& source_ids, int64_t num_steps,
+      const decoding::BeamSearchOptions& options) override;
   int64_t source_vocabulary_size() const override { return options_.source_vocabulary(); }
   int64_t target_vocabulary_size() const override { return options_.target_vocabulary(); }
+
+  // The encoder's output for one sentence as predict reads it: source_ids
+  // cut or padded to num_steps -> outputs (1,S,d) and the valid length
+  // min(ids, num_steps). Records a graph unless called under a NoGradGuard.
+  struct EncodedSentence {
+    Tensor outputs;
+    int64_t length = 0;
+  };
+  EncodedSentence encode_sentence(const std::vector<int64_t>& source_ids, int64_t num_steps);
 
   // For a search that keeps several hypotheses (the StepDecoder of
   // models/translation/beam_search.hpp): encoder_outputs (1,S,d) from

@@ -1,5 +1,5 @@
 // tests/examples/test_translate_beam_cli.cpp — the decoding flags of
-// `translate translate` and `translate eval` in both recipes: --beam K,
+// `translate translate` and `translate eval` in every recipe: --beam K,
 // --length-penalty and --nbest (examples/translate/beam_flags.hpp). A beam of
 // 1 prints what the default prints; --nbest prints K ranked, scored lines per
 // sentence; eval names its decoding and puts it in the --json summary; a bad
@@ -137,34 +137,41 @@ TEST_CASE("translate: --beam, --length-penalty and --nbest, tutorial recipe", "[
   check_bad_flags({"eval", "--checkpoint", checkpoint}, scratch);
 }
 
-TEST_CASE("translate: --beam, --length-penalty and --nbest, batched recipe", "[translate][cli]") {
-  if constexpr (!kFloatBuild) return;
+namespace {
+
+// A recipe of the batched loop (batched, transformer) trained briefly with
+// `model_flags`, then: --beam 1 is greedy, --beam 5 --nbest lists 5 per
+// line, eval reports the beam, bad flags are refused.
+void check_batched_loop_recipe(const std::string& recipe,
+                               const std::vector<std::string>& model_flags) {
   TemporaryFolder scratch;
   const fs::path out = scratch.path / "run";
-  const Run trained = run(
-      {"train", "--recipe", "batched", "--data", kShippedData.string(), "--out", out.string(),
-       "--num-examples", "64", "--epochs", "3", "--embed", "8", "--hidden", "8", "--lr", "0.02"},
-      scratch.path);
+  std::vector<std::string> train = {
+      "train", "--recipe",   recipe,           "--data", kShippedData.string(),
+      "--out", out.string(), "--num-examples", "64",     "--epochs",
+      "3"};
+  train.insert(train.end(), model_flags.begin(), model_flags.end());
+  const Run trained = run(train, scratch.path);
   INFO("stderr: " << trained.err);
   REQUIRE(trained.status == 0);
   const std::string checkpoint = (out / "checkpoint.safetensors").string();
   const std::string input = "go .\ni'm home .\n";
 
   const Run greedy =
-      run({"translate", "--recipe", "batched", "--checkpoint", checkpoint}, scratch.path, input);
+      run({"translate", "--recipe", recipe, "--checkpoint", checkpoint}, scratch.path, input);
   const Run beam_one =
-      run({"translate", "--recipe", "batched", "--checkpoint", checkpoint, "--beam", "1"},
+      run({"translate", "--recipe", recipe, "--checkpoint", checkpoint, "--beam", "1"},
           scratch.path, input);
   REQUIRE(greedy.status == 0);
   CHECK(beam_one.out == greedy.out);
-  const Run nbest = run(
-      {"translate", "--recipe", "batched", "--checkpoint", checkpoint, "--beam", "5", "--nbest"},
-      scratch.path, input);
+  const Run nbest =
+      run({"translate", "--recipe", recipe, "--checkpoint", checkpoint, "--beam", "5", "--nbest"},
+          scratch.path, input);
   CHECK(nbest.status == 0);
   check_nbest(nbest.out, 2, 5);
 
-  const Run evaluated = run({"eval", "--recipe", "batched", "--checkpoint", checkpoint, "--beam",
-                             "5", "--nbest", "--examples", "2", "--json"},
+  const Run evaluated = run({"eval", "--recipe", recipe, "--checkpoint", checkpoint, "--beam", "5",
+                             "--nbest", "--examples", "2", "--json"},
                             scratch.path);
   INFO("eval stderr: " << evaluated.err);
   REQUIRE(evaluated.status == 0);
@@ -173,6 +180,19 @@ TEST_CASE("translate: --beam, --length-penalty and --nbest, batched recipe", "[t
   CHECK_THAT(evaluated.err, Contains("decoding: beam search, K = 5"));
   CHECK_THAT(evaluated.err, Contains("\n  1. "));
 
-  check_bad_flags({"translate", "--recipe", "batched", "--checkpoint", checkpoint}, scratch);
-  check_bad_flags({"eval", "--recipe", "batched", "--checkpoint", checkpoint}, scratch);
+  check_bad_flags({"translate", "--recipe", recipe, "--checkpoint", checkpoint}, scratch);
+  check_bad_flags({"eval", "--recipe", recipe, "--checkpoint", checkpoint}, scratch);
+}
+
+}  // namespace
+
+TEST_CASE("translate: --beam, --length-penalty and --nbest, batched recipe", "[translate][cli]") {
+  if constexpr (!kFloatBuild) return;
+  check_batched_loop_recipe("batched", {"--embed", "8", "--hidden", "8", "--lr", "0.02"});
+}
+
+TEST_CASE("translate: --beam, --length-penalty and --nbest, Transformer recipe",
+          "[translate][cli]") {
+  if constexpr (!kFloatBuild) return;
+  check_batched_loop_recipe("transformer", {"--hidden", "8", "--heads", "2", "--ffn", "16"});
 }

@@ -1,7 +1,8 @@
 // tests/models/test_beam_search.cpp — beam search (models/translation/
 // beam_search.hpp) on a toy decoder and on every decoder that implements it:
 // K = 1 is exactly greedy decoding (the tutorial's location and Bahdanau
-// decoders, the batched Bahdanau model); with K ≥ V^T it is exhaustive search
+// decoders, the batched Bahdanau model, the Transformer); with K ≥ V^T it is
+// exhaustive search
 // over every sequence of at most T tokens; the K hypotheses are distinct and
 // ranked by (1/L^α) Σ log p; bad options and a decoder that breaks the
 // interface get clear errors.
@@ -10,8 +11,9 @@
 // token at a time to the same single-hypothesis step greedy decoding uses,
 // and sums the log-probabilities in the same order as the search, so for the
 // toy decoder and the tutorial's decoders (whose StepDecoder runs each
-// hypothesis alone) the scores agree exactly. The batched model runs the N
-// hypotheses as N rows of one batch; its scores are compared to 1e-5.
+// hypothesis alone) the scores agree exactly. The batched model and the
+// Transformer run the N hypotheses as N rows of one batch; their scores are
+// compared to 1e-5.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -27,6 +29,8 @@
 #include "models/batched_beam_decoder.hpp"
 #include "models/batched_seq2seq.hpp"
 #include "models/seq2seq.hpp"
+#include "models/transformer/beam_decoder.hpp"
+#include "models/transformer/transformer.hpp"
 #include "models/translation/beam_search.hpp"
 #include "tensor/factory.hpp"
 
@@ -242,6 +246,22 @@ batched_seq2seq::BatchedSeq2SeqOptions tiny_batched(int64_t target_vocabulary) {
       .dropout(0.2);
 }
 
+// One hypothesis alone through a decoder of the batched loop (the batched
+// model's, the Transformer's): forward({token}, {1,1}, state) on a copy of
+// the state, then log_softmax of the logits.
+template <typename State, typename Decoder>
+SingleStep<State> one_row_step(Decoder& decoder) {
+  return [&decoder](const State& state, int64_t token) {
+    State next = state;
+    const Tensor logits = decoder.forward({token}, {1, 1}, next);
+    std::vector<double> log_probs;
+    for (real value : log_softmax(reshape(logits, {1, -1}), 1).to_vector()) {
+      log_probs.push_back(value);
+    }
+    return std::make_pair(log_probs, next);
+  };
+}
+
 std::vector<Sequence> batched_exhaustive(batched_seq2seq::BatchedSeq2Seq& model,
                                          const std::vector<int64_t>& source, int64_t num_steps,
                                          double alpha) {
@@ -249,16 +269,76 @@ std::vector<Sequence> batched_exhaustive(batched_seq2seq::BatchedSeq2Seq& model,
   const nn::EvalModeGuard eval_mode(model);
   const NoGradGuard no_grad;
   const DecoderState first = model.decoder->init_state(model.encode_sentence(source, num_steps));
-  const SingleStep<DecoderState> step = [&](const DecoderState& state, int64_t token) {
-    DecoderState next = state;
-    const Tensor logits = model.decoder->forward({token}, {1, 1}, next);
-    std::vector<double> log_probs;
-    for (real value : log_softmax(reshape(logits, {1, -1}), 1).to_vector()) {
-      log_probs.push_back(value);
-    }
-    return std::make_pair(log_probs, next);
-  };
-  return exhaustive_search<DecoderState>(first, kBos, kEos, num_steps, alpha, step);
+  return exhaustive_search<DecoderState>(first, kBos, kEos, num_steps, alpha,
+                                         one_row_step<DecoderState>(*model.decoder));
+}
+
+// ---------------------------------------------------------------- the Transformer
+
+transformer::TransformerOptions tiny_transformer(int64_t target_vocabulary) {
+  return transformer::TransformerOptions(12, target_vocabulary)
+      .num_hiddens(8)
+      .num_blocks(2)
+      .num_heads(2)
+      .ffn_num_hiddens(16)
+      .dropout(0.2);
+}
+
+// The state of one hypothesis is its decoder state: each block's inputs so far.
+std::vector<Sequence> transformer_exhaustive(transformer::Transformer& model,
+                                             const std::vector<int64_t>& source, int64_t num_steps,
+                                             double alpha) {
+  using transformer::TransformerDecoderState;
+  const nn::EvalModeGuard eval_mode(model);
+  const NoGradGuard no_grad;
+  const transformer::Transformer::EncodedSentence encoded =
+      model.encode_sentence(source, num_steps);
+  const TransformerDecoderState first =
+      model.decoder->init_state(encoded.outputs, {encoded.length});
+  return exhaustive_search<TransformerDecoderState>(
+      first, batched_seq2seq::kBos, batched_seq2seq::kEos, num_steps, alpha,
+      one_row_step<TransformerDecoderState>(*model.decoder));
+}
+
+// For a model of the batched loop: beam search with K = 1 gives exactly
+// predict's ids, steps, attention rows and log-probability, on four sources.
+void require_beam_one_is_greedy(batched_seq2seq::BatchedTranslator& model) {
+  using namespace batched_seq2seq;
+  const std::vector<std::vector<int64_t>> sources = {
+      {3, kEos}, {4, 5, 6, kEos}, {6, 7, 8, 9, 10, 11, kEos}, {kEos}};
+  for (const std::vector<int64_t>& source : sources) {
+    const Prediction greedy = model.predict(source, 6);
+    const std::vector<Hypothesis> beam =
+        model.beam_predict(source, 6, BeamSearchOptions().beam_size(1));
+    REQUIRE(beam.size() == 1);
+    const Prediction best = to_prediction(beam[0]);
+    CHECK(best.ids == greedy.ids);
+    CHECK(best.reached_eos == greedy.reached_eos);
+    CHECK(best.steps == greedy.steps);
+    CHECK(best.source_positions == greedy.source_positions);
+    CHECK(best.attention == greedy.attention);
+    CHECK(best.log_probability == greedy.log_probability);
+    CHECK(greedy.log_probability < 0);
+  }
+}
+
+// For a model of the batched loop in training mode: a beam of 4 gives 4
+// distinct ranked hypotheses with one attention row per step, and leaves the
+// model in training mode; a negative α is refused.
+void require_distinct_in_eval_mode(batched_seq2seq::BatchedTranslator& model) {
+  using batched_seq2seq::kEos;
+  model.train();
+  const std::vector<Hypothesis> best =
+      model.beam_predict({4, 5, kEos}, 6, BeamSearchOptions().beam_size(4));
+  CHECK(model.is_training());
+  REQUIRE(best.size() == 4);
+  require_distinct_and_ranked(best, 0.75);
+  for (const Hypothesis& hypothesis : best) {
+    CHECK(hypothesis.attention_width == 6);
+    CHECK(static_cast<int64_t>(hypothesis.attention.size()) == hypothesis.length * 6);
+  }
+  CHECK_THROWS_WITH(model.beam_predict({4, kEos}, 6, BeamSearchOptions().length_penalty(-1)),
+                    Contains("length penalty alpha = -1"));
 }
 
 }  // namespace
@@ -483,27 +563,12 @@ TEST_CASE("beam search on the tutorial's model: K distinct hypotheses, eval mode
 
 TEST_CASE("beam search with K = 1 is the batched model's greedy prediction",
           "[beam_search][batched_seq2seq]") {
-  using namespace batched_seq2seq;
-  const std::vector<std::vector<int64_t>> sources = {
-      {3, kEos}, {4, 5, 6, kEos}, {6, 7, 8, 9, 10, 11, kEos}, {kEos}};
   for (uint64_t seed : {1, 2, 3}) {
     INFO("seed " << seed);
     Generator generator(seed);
-    BatchedSeq2Seq model(tiny_batched(9), generator);
+    batched_seq2seq::BatchedSeq2Seq model(tiny_batched(9), generator);
     sharpen(model, 3);
-    for (const std::vector<int64_t>& source : sources) {
-      const Prediction greedy = model.predict(source, 6);
-      const std::vector<Hypothesis> beam =
-          beam_predict(model, source, 6, BeamSearchOptions().beam_size(1));
-      REQUIRE(beam.size() == 1);
-      const Prediction best = to_prediction(beam[0]);
-      CHECK(best.ids == greedy.ids);
-      CHECK(best.reached_eos == greedy.reached_eos);
-      CHECK(best.steps == greedy.steps);
-      CHECK(best.source_positions == greedy.source_positions);
-      CHECK(best.attention == greedy.attention);
-      CHECK(best.log_probability == greedy.log_probability);
-    }
+    require_beam_one_is_greedy(model);
   }
 }
 
@@ -525,20 +590,47 @@ TEST_CASE("beam search with K >= V^T is exhaustive search, the batched model",
 
 TEST_CASE("beam search on the batched model: K distinct hypotheses, eval mode",
           "[beam_search][batched_seq2seq]") {
-  using namespace batched_seq2seq;
   Generator generator(4);
-  BatchedSeq2Seq model(tiny_batched(9), generator);
+  batched_seq2seq::BatchedSeq2Seq model(tiny_batched(9), generator);
   sharpen(model, 3);
-  model.train();
-  const std::vector<Hypothesis> best =
-      beam_predict(model, {4, 5, kEos}, 6, BeamSearchOptions().beam_size(4));
-  CHECK(model.is_training());
-  REQUIRE(best.size() == 4);
-  require_distinct_and_ranked(best, 0.75);
-  for (const Hypothesis& hypothesis : best) {
-    CHECK(hypothesis.attention_width == 6);
-    CHECK(static_cast<int64_t>(hypothesis.attention.size()) == hypothesis.length * 6);
+  require_distinct_in_eval_mode(model);
+}
+
+// ---------------------------------------------------------------- the Transformer
+
+TEST_CASE("beam search with K = 1 is the Transformer's greedy prediction",
+          "[beam_search][transformer_model]") {
+  for (uint64_t seed : {1, 2, 3}) {
+    INFO("seed " << seed);
+    Generator generator(seed);
+    transformer::Transformer model(tiny_transformer(9), generator);
+    sharpen(model, 3);
+    require_beam_one_is_greedy(model);
   }
-  CHECK_THROWS_WITH(beam_predict(model, {4, kEos}, 6, BeamSearchOptions().length_penalty(-1)),
-                    Contains("length penalty alpha = -1"));
+}
+
+TEST_CASE("beam search with K >= V^T is exhaustive search, the Transformer",
+          "[beam_search][transformer_model]") {
+  // V_tgt = 5 (<pad>, <bos>, <eos>, <unk> and one word), T = 3: 125 sequences bound K.
+  const int64_t V = 5, T = 3;
+  Generator generator(11);
+  transformer::Transformer model(tiny_transformer(V), generator);
+  sharpen(model, 2);
+  const std::vector<int64_t> source = {4, 7, batched_seq2seq::kEos};
+  for (double alpha : {0.0, 0.75}) {
+    const std::vector<Hypothesis> beam = transformer::beam_predict(
+        model, source, T, BeamSearchOptions().beam_size(integer_power(V, T)).length_penalty(alpha));
+    require_same_ranking(beam, transformer_exhaustive(model, source, T, alpha), alpha, 1e-5);
+  }
+}
+
+TEST_CASE("beam search on the Transformer: K distinct hypotheses, eval mode",
+          "[beam_search][transformer_model]") {
+  Generator generator(4);
+  transformer::Transformer model(tiny_transformer(9), generator);
+  sharpen(model, 3);
+  require_distinct_in_eval_mode(model);
+  CHECK_THROWS_WITH(
+      model.beam_predict({4, batched_seq2seq::kEos}, 6, BeamSearchOptions().beam_size(0)),
+      Contains("beam size K = 0"));
 }
