@@ -280,8 +280,14 @@ Tensor Tensor::clone_data() const {
   if (is_contiguous()) {
     if (numel() > 0) std::memcpy(dst, data(), sizeof(real) * numel());
   } else {
-    for_each_offset(shape(), strides(), offset(),
-                    [&](int64_t i, int64_t position) { dst[i] = base[position]; });
+    for_each_row(shape(), strides(), offset(),
+                 [&](int64_t i, int64_t position, int64_t count, int64_t stride) {
+                   if (stride == 1) {
+                     std::memcpy(dst + i, base + position, sizeof(real) * count);
+                   } else {
+                     for (int64_t j = 0; j < count; ++j) dst[i + j] = base[position + j * stride];
+                   }
+                 });
   }
   return out;
 }
@@ -312,8 +318,10 @@ Tensor Tensor::as_strided(const Shape& new_shape, const Strides& new_strides,
 
 void Tensor::fill_(real value) {
   real* base = storage()->data();
-  for_each_offset(shape(), strides(), offset(),
-                  [&](int64_t, int64_t position) { base[position] = value; });
+  for_each_row(shape(), strides(), offset(),
+               [&](int64_t, int64_t position, int64_t count, int64_t stride) {
+                 for (int64_t j = 0; j < count; ++j) base[position + j * stride] = value;
+               });
 }
 
 void Tensor::copy_from(const Tensor& src) {

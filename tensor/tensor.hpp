@@ -135,19 +135,29 @@ class Tensor {
   std::shared_ptr<TensorImpl> impl_;
 };
 
-// Calls fn(linear_index, storage_offset) for every element of a view, in
-// row-major order. The workhorse for strided (non-contiguous) loops.
+// Calls fn(linear_index, storage_offset, count, stride) for every row of a
+// view — the runs along its last axis — in row-major order: the row's
+// elements are linear_index … + count − 1 in row-major order and sit at
+// storage_offset + j · stride, j < count. A 0-d view is one row of one
+// element. The workhorse for strided (non-contiguous) loops: the odometer
+// moves once per row, and the row itself is a plain loop (a memcpy when the
+// stride is 1).
 template <typename Fn>
-void for_each_offset(const Shape& shape, const Strides& strides, int64_t offset, Fn&& fn) {
+void for_each_row(const Shape& shape, const Strides& strides, int64_t offset, Fn&& fn) {
   const int64_t n = shape.numel();
   if (n == 0) return;
   const int64_t ndim = shape.ndim();
-  std::vector<int64_t> index(ndim, 0);
+  if (ndim == 0) {
+    fn(int64_t{0}, offset, int64_t{1}, int64_t{1});
+    return;
+  }
+  const int64_t count = shape[ndim - 1], stride = strides[ndim - 1];
+  Dims index(static_cast<size_t>(ndim), 0);
   int64_t position = offset;
-  for (int64_t linear = 0; linear < n; ++linear) {
-    fn(linear, position);
-    // Odometer increment, innermost axis first.
-    for (int64_t axis = ndim - 1; axis >= 0; --axis) {
+  for (int64_t linear = 0; linear < n; linear += count) {
+    fn(linear, position, count, stride);
+    // Odometer increment over the outer axes, innermost first.
+    for (int64_t axis = ndim - 2; axis >= 0; --axis) {
       if (++index[axis] < shape[axis]) {
         position += strides[axis];
         break;
@@ -156,6 +166,16 @@ void for_each_offset(const Shape& shape, const Strides& strides, int64_t offset,
       index[axis] = 0;
     }
   }
+}
+
+// Calls fn(linear_index, storage_offset) for every element of a view, in
+// row-major order.
+template <typename Fn>
+void for_each_offset(const Shape& shape, const Strides& strides, int64_t offset, Fn&& fn) {
+  for_each_row(shape, strides, offset,
+               [&](int64_t linear, int64_t position, int64_t count, int64_t stride) {
+                 for (int64_t j = 0; j < count; ++j) fn(linear + j, position + j * stride);
+               });
 }
 
 }  // namespace attograd

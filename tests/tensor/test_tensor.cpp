@@ -186,6 +186,54 @@ TEST_CASE("indexing ops pick the right entries", "[tensor]") {
   CHECK(as_doubles(masked_select(x, mask)) == std::vector<double>{0, 2, 3, 5});
 }
 
+TEST_CASE("strided loops visit a view row by row in row-major order", "[tensor][views]") {
+  // Each view's elements, read by its own index arithmetic, against what
+  // for_each_offset, to_vector, clone_data and fill_ do with it.
+  const Tensor base = reshape(arange(0, 2 * 3 * 4 * 5), {2, 3, 4, 5});
+  struct Case {
+    const char* name;
+    Tensor view;
+  };
+  const std::vector<Case> cases = {
+      {"contiguous", base},
+      {"permute (3,0,2,1)", permute(base, {3, 0, 2, 1})},
+      {"transpose of the last two axes", transpose(base, 2, 3)},
+      {"narrow of the last axis", narrow(base, 3, 1, 3)},
+      {"select then narrow", narrow(select(base, 1, 2), 0, 1, 1)},
+      {"expand with a stride-0 axis", expand(narrow(base, 3, 0, 1), {2, 3, 4, 7})},
+      {"0-d", select(reshape(base, {-1}), 0, 17)},
+      {"empty", narrow(base, 2, 1, 0)},
+      {"one axis of stride 5", select(select(select(base, 0, 1), 0, 2), 1, 3)}};
+  for (const Case& c : cases) {
+    INFO(c.name);
+    const Shape& shape = c.view.shape();
+    const int64_t n = shape.numel();
+    std::vector<real> expected;
+    for (int64_t linear = 0; linear < n; ++linear) {
+      int64_t rest = linear, position = c.view.offset();
+      for (int64_t axis = shape.ndim() - 1; axis >= 0; --axis) {
+        position += (rest % shape[axis]) * c.view.strides()[axis];
+        rest /= shape[axis];
+      }
+      expected.push_back(c.view.storage()->data()[position]);
+    }
+    std::vector<int64_t> order;
+    for_each_offset(shape, c.view.strides(), c.view.offset(),
+                    [&](int64_t linear, int64_t) { order.push_back(linear); });
+    std::vector<int64_t> row_major(static_cast<size_t>(n));
+    std::iota(row_major.begin(), row_major.end(), 0);
+    CHECK(order == row_major);
+    CHECK(c.view.to_vector() == expected);
+    const Tensor copy = c.view.clone_data();
+    CHECK(copy.is_contiguous());
+    CHECK(copy.to_vector() == expected);
+  }
+  // fill_ through a strided view writes only the view's elements.
+  Tensor whole = zeros({3, 4});
+  transpose(narrow(whole, 1, 1, 2), 0, 1).fill_(5);
+  CHECK(whole.to_vector() == std::vector<real>{0, 5, 5, 0, 0, 5, 5, 0, 0, 5, 5, 0});
+}
+
 TEST_CASE("fill_ and copy_from write through a view", "[tensor][views]") {
   Tensor x = zeros({3, 3});
   transpose(x, 0, 1).copy_from(reshape(arange(0, 9), {3, 3}));
