@@ -13,13 +13,14 @@ build="${ATTOGRAD_BUILD_DIR:-build}"
 # the cases after it into one entry that runs none of them, so check first
 # that CTest knows every case.
 # (Catch 2 exits with the number of listed cases, hence the `|| true`.)
-# (Each binary's test spec, e.g. ~[f64] for the float one, is written by
-# tests/CMakeLists.txt beside it.)
-float_cases=$("$build/tests/attograd_tests" "$(cat "$build/tests/attograd_tests.spec")" \
-  --list-test-names-only || true)
-double_cases=$("$build/tests/attograd_tests_f64" "$(cat "$build/tests/attograd_tests_f64.spec")" \
-  --list-test-names-only || true)
-catch_cases=$(($(grep -c . <<<"$float_cases") + $(grep -c . <<<"$double_cases")))
+# (tests/CMakeLists.txt writes the list of test binaries, and each one's test
+# spec, e.g. ~[f64] for the float one, beside them.)
+catch_cases=0
+while read -r binary; do
+  [[ -n "$binary" ]] || continue
+  cases=$("$build/tests/$binary" "$(cat "$build/tests/$binary.spec")" --list-test-names-only </dev/null || true)
+  catch_cases=$((catch_cases + $(grep -c . <<<"$cases")))
+done <"$build/tests/test_binaries.txt"
 ctest_cases=$(ctest --test-dir "$build" -N | sed -n 's/^Total Tests: //p')
 if [[ "$catch_cases" != "$ctest_cases" ]]; then
   echo "error: CTest registered $ctest_cases tests but the Catch binaries list $catch_cases;" \

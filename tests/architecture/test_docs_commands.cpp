@@ -49,6 +49,8 @@ TEST_CASE("every test command in the docs selects at least one test case", "[doc
   REQUIRE(commands.size() > 5);
   attograd::testing::TemporaryFolder scratch;
   for (const auto& [binary, spec] : commands) {
+    // A build configured with ATTOGRAD_TEST_VARIANTS=f32 has no double binary to ask.
+    if (binary == "attograd_tests_f64" && !ATTOGRAD_F64_TESTS_BUILT) continue;
     INFO("build/tests/" << binary << " \"" << spec << "\"");
     const attograd::testing::ProgramRun listed =
         attograd::testing::run_program(fs::path(ATTOGRAD_BINARY_DIR) / "tests" / binary,
