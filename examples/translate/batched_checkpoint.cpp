@@ -7,6 +7,7 @@
 #include <exception>
 #include <stdexcept>
 
+#include "examples/translate/size_limits.hpp"
 #include "tensor/error.hpp"
 
 namespace attograd::translate_batched {
@@ -70,6 +71,10 @@ CheckpointInfo read_checkpoint_info(const std::string& path) {
       text::Vocabulary::deserialize(metadata_field(metadata, path, "source_vocabulary"));
   info.target_vocabulary =
       text::Vocabulary::deserialize(metadata_field(metadata, path, "target_vocabulary"));
+  check_checkpoint_size(path, "source vocabulary size", info.source_vocabulary.size(), 1,
+                        kMaxVocabulary);
+  check_checkpoint_size(path, "target vocabulary size", info.target_vocabulary.size(), 1,
+                        kMaxVocabulary);
   double dropout = 0;
   try {
     dropout = std::stod(metadata_field(metadata, path, "dropout"));
@@ -77,12 +82,20 @@ CheckpointInfo read_checkpoint_info(const std::string& path) {
     fail("{}: the checkpoint's dropout '{}' is not a number", path,
          metadata_field(metadata, path, "dropout"));
   }
+  check_checkpoint_dropout(path, dropout);
+  check_checkpoint_size(path, "embed_size", metadata_integer(metadata, path, "embed_size"), 1,
+                        kMaxHidden);
+  check_checkpoint_size(path, "hidden_size", metadata_integer(metadata, path, "hidden_size"), 1,
+                        kMaxHidden);
+  check_checkpoint_size(path, "num_layers", metadata_integer(metadata, path, "num_layers"), 1,
+                        kMaxLayers);
   info.model = BatchedSeq2SeqOptions(info.source_vocabulary.size(), info.target_vocabulary.size())
                    .embed_size(metadata_integer(metadata, path, "embed_size"))
                    .hidden_size(metadata_integer(metadata, path, "hidden_size"))
                    .num_layers(metadata_integer(metadata, path, "num_layers"))
                    .dropout(dropout);
   info.num_steps = metadata_integer(metadata, path, "num_steps");
+  check_checkpoint_size(path, "num_steps", info.num_steps, 2, kMaxSteps);
   info.data = metadata_field(metadata, path, "data");
   info.direction = metadata_field(metadata, path, "direction");
   info.num_examples = metadata_integer(metadata, path, "num_examples");

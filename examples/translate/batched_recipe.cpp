@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -14,8 +15,11 @@
 #include <string>
 #include <vector>
 
+#include "examples/common/divergence.hpp"
+#include "examples/common/output_folder.hpp"
 #include "examples/common/svg_plot.hpp"
 #include "examples/translate/batched_checkpoint.hpp"
+#include "examples/translate/size_limits.hpp"
 #include "models/batched_seq2seq.hpp"
 #include "models/text/normalize.hpp"
 #include "models/text/pairs.hpp"
@@ -113,13 +117,15 @@ void declare_batched_train_flags(cli::Parser& parser, BatchedTrainFlags& flags) 
             cli::non_negative())
       .flag("min-freq", flags.min_freq, "words seen fewer times become <unk>", cli::at_least(1))
       .flag("num-steps", flags.num_steps, "T: every sentence is cut or padded to T ids",
-            cli::at_least(2))
-      .flag("embed", flags.embed, "embedding size E", cli::positive())
-      .flag("hidden", flags.hidden, "hidden size H of the GRUs and the attention", cli::positive())
-      .flag("layers", flags.layers, "GRU layers of encoder and decoder", cli::positive())
+            cli::in_range(2, kMaxSteps))
+      .flag("embed", flags.embed, "embedding size E", cli::size_at_most(kMaxHidden))
+      .flag("hidden", flags.hidden, "hidden size H of the GRUs and the attention",
+            cli::size_at_most(kMaxHidden))
+      .flag("layers", flags.layers, "GRU layers of encoder and decoder",
+            cli::size_at_most(kMaxLayers))
       .flag("dropout", flags.dropout, "dropout between GRU layers and on attention weights",
             cli::in_range(0, 0.99))
-      .flag("batch", flags.batch, "sentence pairs per mini-batch", cli::positive())
+      .flag("batch", flags.batch, "sentence pairs per mini-batch", cli::size_at_most(kMaxBatch))
       .flag("lr", flags.lr, "Adam learning rate", cli::positive())
       .flag("epochs", flags.epochs, "passes over the pairs", cli::positive())
       .flag("clip", flags.clip, "clip the gradients to this global norm", cli::positive())
@@ -207,7 +213,16 @@ TrainingReport train_with_progress(BatchedSeq2Seq& model, const text::BatchedDat
       model.parameter_count(), flags.embed, flags.hidden, flags.layers, flags.dropout, flags.epochs,
       flags.batch, flags.lr, parallel::num_threads(), parallel::num_threads() == 1 ? "" : "s");
   out << std::flush;
+  const std::string checkpoint = (fs::path(flags.out) / kCheckpointName).string();
   const TrainingReport report = train(model, data, training, [&](const EpochReport& epoch) {
+    // Stop at the first epoch that diverged, before anything is written.
+    const std::string when = fmt::format("epoch {}", epoch.epoch);
+    if (!std::isfinite(epoch.loss)) {
+      cli::check_finite_training("loss", epoch.loss, when, flags.lr,
+                                 cli::kept_text(checkpoint, fs::exists(checkpoint)));
+    }
+    cli::check_finite_parameters(model.named_parameters(), when, flags.lr,
+                                 cli::kept_text(checkpoint, fs::exists(checkpoint)));
     if (epoch.epoch % flags.print_every == 0 || epoch.epoch == flags.epochs) {
       out << fmt::format("epoch {:>4}/{}  loss {:.4f}  {:8.0f} tokens/s  {:6.1f} ms/epoch\n",
                          epoch.epoch, flags.epochs, epoch.loss,
@@ -276,7 +291,8 @@ int run_batched_train(const BatchedTrainFlags& flags) {
   std::ostream& out = flags.json ? std::cerr : std::cout;  // with --json stdout holds one line
   if (flags.threads > 0) parallel::set_num_threads(static_cast<int>(flags.threads));
 
-  // Everything that can fail on bad input happens before anything is written.
+  // Everything that can fail on bad input happens before anything is written,
+  // and the output folder is known to be writable before training starts.
   const std::optional<std::string> drawn_text = text::preprocess_d2l(flags.attention_sentence);
   check(drawn_text.has_value() && !text::split_words(*drawn_text).empty(),
         "--attention-sentence '{}' has no words to translate; give a sentence such as \"i'm "
@@ -287,15 +303,21 @@ int run_batched_train(const BatchedTrainFlags& flags) {
   const text::BatchedData data = prepare_data(set, flags, out);
   const CheckpointInfo info = checkpoint_info(flags, data);
 
+  const fs::path folder = flags.out;
+  cli::prepare_output_folder("--out", folder);
+
   Generator generator(static_cast<uint64_t>(flags.seed));
   BatchedSeq2Seq model(info.model, generator);
   const TrainingReport report = train_with_progress(model, data, flags, out);
 
-  const fs::path folder = flags.out;
-  fs::create_directories(folder);
+  // The checkpoint and the loss curve are one set: both new or both old.
   const fs::path checkpoint_path = folder / kCheckpointName;
-  nn::save(model, checkpoint_path, to_metadata(info, flags, report));
-  save_loss_curve(folder / "loss.svg", report);
+  {
+    cli::OutputSet set(folder);
+    nn::save(model, set.staged(kCheckpointName), to_metadata(info, flags, report));
+    save_loss_curve(set.staged("loss.svg"), report);
+    set.commit();
+  }
 
   const TestTranslations tests = translate_test_sentences(model, data, flags.num_steps, out);
   const SentenceTranslation drawn =
@@ -322,9 +344,9 @@ int run_batched_train(const BatchedTrainFlags& flags) {
 
 int run_batched_translate(const BatchedTranslateFlags& flags, std::istream& in, std::ostream& out,
                           std::ostream& err) {
+  if (!flags.attention.empty()) cli::prepare_output_folder("--attention", flags.attention);
   const CheckpointInfo info = read_checkpoint_info(flags.checkpoint);
   const std::unique_ptr<BatchedSeq2Seq> model = load_model(flags.checkpoint, info);
-  if (!flags.attention.empty()) fs::create_directories(flags.attention);
   int64_t line_number = 0, translated = 0, unknown = 0;
   std::string line;
   while (std::getline(in, line)) {

@@ -12,7 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "examples/common/output_folder.hpp"
 #include "examples/common/svg_plot.hpp"
+#include "examples/translate/size_limits.hpp"
 #include "models/seq2seq.hpp"
 #include "models/text/normalize.hpp"
 #include "models/translation/training.hpp"
@@ -27,7 +29,8 @@ namespace fs = std::filesystem;
 void declare_train_flags(cli::Parser& parser, TrainFlags& flags) {
   parser.flag("data", flags.data, "tab-separated English/French pairs (Tatoeba)")
       .flag("reverse", flags.reverse, "translate English -> French instead")
-      .flag("hidden", flags.hidden, "hidden size H of embeddings and GRU states", cli::positive())
+      .flag("hidden", flags.hidden, "hidden size H of embeddings and GRU states",
+            cli::size_at_most(kMaxHidden))
       .choice("decoder", flags.decoder, {"location", "bahdanau"},
               "attention: location (the tutorial's AttnDecoderRNN) or bahdanau (additive)")
       .flag("dropout", flags.dropout, "dropout on the decoder's embedded input",
@@ -74,6 +77,18 @@ void declare_eval_flags(cli::Parser& parser, EvalFlags& flags) {
 }
 
 // ---------------------------------------------------------------- shared
+
+CheckpointInfo read_checked_checkpoint_info(const std::string& path) {
+  CheckpointInfo info = read_checkpoint_info(path);
+  check_checkpoint_size(path, "hidden_size", info.model.hidden_size(), 1, kMaxHidden);
+  check_checkpoint_size(path, "max_length", info.model.max_length(), 2, kMaxSteps);
+  check_checkpoint_size(path, "source vocabulary size", info.source_vocabulary.size(), 1,
+                        kMaxVocabulary);
+  check_checkpoint_size(path, "target vocabulary size", info.target_vocabulary.size(), 1,
+                        kMaxVocabulary);
+  check_checkpoint_dropout(path, info.model.dropout());
+  return info;
+}
 
 void print_skipped(std::ostream& out, const text::ReadReport& report, size_t limit) {
   for (size_t i = 0; i < report.skipped.size() && i < limit; ++i) {
@@ -142,9 +157,9 @@ int64_t warn_about_unread_words(const SentenceTranslation& translation, int64_t 
 }  // namespace
 
 int run_translate(const TranslateFlags& flags) {
-  const CheckpointInfo info = read_checkpoint_info(flags.checkpoint);
+  if (!flags.attention.empty()) cli::prepare_output_folder("--attention", flags.attention);
+  const CheckpointInfo info = read_checked_checkpoint_info(flags.checkpoint);
   const std::unique_ptr<Seq2Seq> model = load_model(flags.checkpoint, info);
-  if (!flags.attention.empty()) fs::create_directories(flags.attention);
   int64_t line_number = 0, translated = 0, unknown = 0;
   std::string line;
   while (std::getline(std::cin, line)) {
@@ -177,7 +192,7 @@ int run_translate(const TranslateFlags& flags) {
 // ---------------------------------------------------------------- eval
 
 int run_eval(const EvalFlags& flags) {
-  const CheckpointInfo info = read_checkpoint_info(flags.checkpoint);
+  const CheckpointInfo info = read_checked_checkpoint_info(flags.checkpoint);
   const std::unique_ptr<Seq2Seq> model = load_model(flags.checkpoint, info);
   std::vector<text::SentencePair> pairs;
   std::string name;
