@@ -10,6 +10,7 @@
 
 #include "autograd/fast/deferred_gradient.hpp"
 #include "autograd/graph_order.hpp"
+#include "autograd/inspect/hooks.hpp"
 #include "autograd/ops.hpp"
 #include "tensor/factory.hpp"
 #include "tensor/fast/pool.hpp"
@@ -69,6 +70,7 @@ Tensor attach_node(const char* name, Tensor output, Node::Inputs inputs,
   AutogradMeta& meta = attach_autograd_meta(output);
   meta.requires_grad = true;
   meta.grad_fn = std::move(node);
+  if (detail::inspecting()) detail::on_record(*meta.grad_fn, output);  // DetectAnomaly, Profiler
   return output;
 }
 
@@ -245,10 +247,14 @@ void run_node(Node& node, const Tensor& gradient, const detail::GraphOrder& grap
         "backward: the graph behind '{}' was already freed by an earlier backward(); pass "
         "retain_graph=true to that first call to backpropagate through it twice",
         node.name);
+  const bool inspecting = detail::inspecting();  // DetectAnomaly, Profiler
+  const auto started =
+      inspecting ? detail::InspectClock::now() : detail::InspectClock::time_point{};
   const Gradients input_grads = node.backward(gradient);
   check(input_grads.size() == node.inputs.size(),
         "backward: op '{}' returned {} gradients for {} inputs (a bug in the op)", node.name,
         input_grads.size(), node.inputs.size());
+  if (inspecting) detail::on_backward(node, gradient, input_grads, started, graph);
   for (size_t i = 0; i < node.inputs.size(); ++i) {
     const Tensor& input = node.inputs[i];
     const Gradient& g = input_grads[i];
@@ -274,6 +280,7 @@ void run_node(Node& node, const Tensor& gradient, const detail::GraphOrder& grap
 
 void backward(const Tensor& root, const Tensor& grad_output, bool retain_graph) {
   const Tensor seed = backward_seed(root, grad_output);
+  if (detail::inspecting()) detail::on_backward_start(root);  // DotCapture
   NoGradGuard no_grad;  // the closures' own arithmetic is not recorded
   const detail::GraphOrder graph = detail::topological_order(root);
   // pending[numbers.find(t)]: the gradient summed so far for tensor t.
@@ -303,6 +310,7 @@ void backward(const Tensor& root, const Tensor& grad_output, bool retain_graph) 
       node.released = true;
     }
   }
+  if (detail::inspecting()) detail::on_backward_end();
 }
 
 }  // namespace attograd

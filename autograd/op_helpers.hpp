@@ -1,10 +1,32 @@
-// autograd/op_helpers.hpp — small pieces the op files share (not public API).
+// autograd/op_helpers.hpp — what writing an op takes.
+//
+// Public: everything a layer author outside the library needs to write an op
+// with its own backward (docs/extending.md walks through one):
+//   check_defined(op, x)     an undefined input is an Error naming the op
+//   check(cond, fmt, …)      any other bad input (tensor/error.hpp)
+//   x.contiguous_data()      a handle whose data() is the row-major values
+//   Tensor::empty(shape)     the output, filled by the forward loop
+//   record(name, y, {inputs}, backward)   attach the backward (autograd/engine.hpp)
+//
+// Library-internal (namespace detail, may change): the broadcasting helpers
+// the built-in ops share.
 #pragma once
 
 #include <vector>
 
+#include "autograd/engine.hpp"
+#include "tensor/error.hpp"
 #include "tensor/kernels.hpp"
 #include "tensor/tensor.hpp"
+
+namespace attograd {
+
+// Throws Error "OP: got an undefined tensor (default-constructed Tensor)"
+// unless x is defined, so an undefined tensor never gets as far as a null
+// dereference.
+void check_defined(const char* op, const Tensor& x);
+
+}  // namespace attograd
 
 namespace attograd::detail {
 
@@ -48,9 +70,5 @@ int64_t leading_broadcast_block(const Shape& shape, const Shape& full);
 
 // a ∘ b with broadcasting, as a new contiguous tensor (no autograd).
 Tensor binary_values(kernels::Binary op, const char* name, const Tensor& a, const Tensor& b);
-
-// Checks that x is defined, naming the op, so an undefined tensor never gets
-// as far as a null dereference.
-void check_defined(const char* op, const Tensor& x);
 
 }  // namespace attograd::detail

@@ -18,6 +18,7 @@
 #include "autograd/engine.hpp"
 #include "autograd/ops_gru.hpp"
 #include "autograd/ops_linear.hpp"
+#include "autograd/ops_norm.hpp"
 #include "tensor/tensor.hpp"
 
 namespace attograd {

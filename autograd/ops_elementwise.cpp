@@ -11,11 +11,11 @@
 
 namespace attograd {
 
-namespace detail {
-
 void check_defined(const char* op, const Tensor& x) {
   check(x.defined(), "{}: got an undefined tensor (default-constructed Tensor)", op);
 }
+
+namespace detail {
 
 Strides broadcast_strides(const Tensor& t, const Shape& shape) {
   Strides strides(shape.size(), 0);
@@ -172,7 +172,7 @@ namespace {
 // y = f(x) elementwise; backward dx = dy · f'(x) by the fused kernel, which
 // reads x or y as the derivative needs (e.g. tanh' = 1 − y²).
 Tensor unary(Unary op, const char* name, const Tensor& x_in) {
-  detail::check_defined(name, x_in);
+  check_defined(name, x_in);
   const Tensor x = x_in.contiguous_data();
   Tensor y = Tensor::empty(x.shape());
   kernels::unary_forward(op, y.data(), x.data(), x.numel());
@@ -198,7 +198,7 @@ Tensor relu(const Tensor& x) { return unary(Unary::relu, "relu", x); }  // dy wh
 
 // y = x^p            dx = dy ⊙ p · x^(p−1)
 Tensor pow(const Tensor& x_in, real exponent) {
-  detail::check_defined("pow", x_in);
+  check_defined("pow", x_in);
   const Tensor x = x_in.contiguous_data();
   Tensor y = Tensor::empty(x.shape());
   kernels::pow_forward(y.data(), x.data(), exponent, x.numel());

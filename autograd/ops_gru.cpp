@@ -35,7 +35,7 @@ Tensor saved_values(const Tensor& t) { return t.defined() ? detach(t).contiguous
 
 void check_gru_shapes(const Tensor& x, const Tensor& h, const Tensor& weight_ih,
                       const Tensor& weight_hh, const Tensor& bias_ih, const Tensor& bias_hh) {
-  for (const Tensor* t : {&x, &h, &weight_ih, &weight_hh}) detail::check_defined("gru_cell", *t);
+  for (const Tensor* t : {&x, &h, &weight_ih, &weight_hh}) check_defined("gru_cell", *t);
   check(x.dim() == 2 && h.dim() == 2,
         "gru_cell: x {} and h {} must be 2-D, (batch, input) and (batch, hidden); for a "
         "sequence run one step per time step",
@@ -209,7 +209,7 @@ Tensor gru_cell(const Tensor& x_in, const Tensor& h_in, const Tensor& weight_ih_
 Tensor gru_cell_projected(const Tensor& gi_in, const Tensor& h_in, const Tensor& weight_hh_in,
                           const Tensor& bias_hh_in) {
   for (const Tensor* t : {&gi_in, &h_in, &weight_hh_in}) {
-    detail::check_defined("gru_cell_projected", *t);
+    check_defined("gru_cell_projected", *t);
   }
   check(h_in.dim() == 2 && weight_hh_in.shape() == Shape{3 * h_in.shape()[1], h_in.shape()[1]},
         "gru_cell_projected: h {} must be (batch, hidden) and weight_hh {} (3·hidden,hidden)",

@@ -30,7 +30,7 @@ AxisSplit split_at(const Shape& shape, int64_t axis) {
 // Row-major offsets into a tensor of `shape` of the entries where `mask`
 // (broadcast to `shape`) is non-zero.
 std::vector<int64_t> mask_positions(const char* op, const Tensor& mask, const Shape& shape) {
-  detail::check_defined(op, mask);
+  check_defined(op, mask);
   check(broadcast_shapes(op, mask.shape(), shape) == shape,
         "{}: mask of shape {} does not broadcast to the tensor's shape {}", op, mask.shape(),
         shape);
@@ -48,7 +48,7 @@ std::vector<int64_t> mask_positions(const char* op, const Tensor& mask, const Sh
 // y = x with slices along `axis` picked by `indices`; y.shape[axis] = #indices
 // dx[…, indices[i], …] += dy[…, i, …]
 Tensor index_select(const Tensor& x, int64_t axis_in, const std::vector<int64_t>& indices) {
-  detail::check_defined("index_select", x);
+  check_defined("index_select", x);
   const int64_t axis = normalize_axis("index_select", axis_in, x.dim());
   const AxisSplit split = split_at(x.shape(), axis);
   for (int64_t index : indices) {
@@ -85,7 +85,7 @@ Tensor index_select(const Tensor& x, int64_t axis_in, const std::vector<int64_t>
 // dx[that position] += dy[p]
 Tensor gather(const Tensor& x, int64_t axis_in, const std::vector<int64_t>& index,
               const Shape& index_shape) {
-  detail::check_defined("gather", x);
+  check_defined("gather", x);
   const int64_t axis = normalize_axis("gather", axis_in, x.dim());
   check(index_shape.ndim() == x.dim(),
         "gather: index shape {} must have as many dims as the input {}", index_shape, x.shape());
@@ -126,7 +126,7 @@ Tensor gather(const Tensor& x, int64_t axis_in, const std::vector<int64_t>& inde
 
 // y = value where mask ≠ 0, else x        dx = dy where mask = 0, else 0
 Tensor masked_fill(const Tensor& x, const Tensor& mask, real value) {
-  detail::check_defined("masked_fill", x);
+  check_defined("masked_fill", x);
   const std::vector<int64_t> positions = mask_positions("masked_fill", mask, x.shape());
   Tensor y = x.clone_data();
   Tensor keep = ones(x.shape());
@@ -140,7 +140,7 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, real value) {
 
 // y = the entries of x where mask ≠ 0, as 1-D     dx = zeros with dy put back
 Tensor masked_select(const Tensor& x, const Tensor& mask) {
-  detail::check_defined("masked_select", x);
+  check_defined("masked_select", x);
   auto positions =
       std::make_shared<std::vector<int64_t>>(mask_positions("masked_select", mask, x.shape()));
   const Tensor values = x.contiguous_data();
@@ -169,7 +169,7 @@ namespace attograd {
 // rows read, instead of a (V,D) matrix of zeros with a few rows filled.
 Tensor embedding(const Tensor& weight, const std::vector<int64_t>& ids_in, const Shape& ids_shape,
                  std::optional<int64_t> padding_idx, bool sparse) {
-  detail::check_defined("embedding", weight);
+  check_defined("embedding", weight);
   check(weight.dim() == 2, "embedding: the table has shape {}; it must be (V,D)", weight.shape());
   const int64_t V = weight.shape()[0], D = weight.shape()[1];
   check(static_cast<int64_t>(ids_in.size()) == ids_shape.numel(),

@@ -59,8 +59,8 @@ Tensor batched_product(const Tensor& a, const Tensor& b) {
 // is computed as (dyᵀ @ a)ᵀ: the same sums in the same order, but laid out
 // like W, so the gradient that reaches W needs no transposing copy.
 Tensor matmul(const Tensor& a, const Tensor& b) {
-  detail::check_defined("matmul", a);
-  detail::check_defined("matmul", b);
+  check_defined("matmul", a);
+  check_defined("matmul", b);
   check(a.dim() == 2 && b.dim() == 2,
         "matmul: {} @ {}: both operands must be 2-D matrices (use bmm for batches of them)",
         a.shape(), b.shape());
@@ -87,8 +87,8 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
 // y = a @ b per batch     a: (B,M,K)  b: (B,K,N)  y: (B,M,N)
 // da = dy @ bᵀ,  db = aᵀ @ dy, batch by batch
 Tensor bmm(const Tensor& a, const Tensor& b) {
-  detail::check_defined("bmm", a);
-  detail::check_defined("bmm", b);
+  check_defined("bmm", a);
+  check_defined("bmm", b);
   check(a.dim() == 3 && b.dim() == 3,
         "bmm: {} @ {}: both operands must be 3-D (batch, rows, cols); use matmul for 2-D",
         a.shape(), b.shape());

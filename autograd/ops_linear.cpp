@@ -12,8 +12,8 @@ using kernels::Layout;
 namespace {
 
 void check_linear(const char* op, const Tensor& x, const Tensor& weight, const Tensor& bias) {
-  detail::check_defined(op, x);
-  detail::check_defined(op, weight);
+  check_defined(op, x);
+  check_defined(op, weight);
   check(weight.dim() == 2, "{}: the weight has shape {}; it must be (out,in)", op, weight.shape());
   const int64_t out = weight.shape()[0], in = weight.shape()[1];
   check(x.dim() == 2 && x.shape()[1] == in,

@@ -85,12 +85,12 @@ Tensor sum_axes(const Tensor& x, const Dims& axes, bool keepdim) {
 }  // namespace
 
 Tensor sum(const Tensor& x, const std::vector<int64_t>& axes, bool keepdim) {
-  detail::check_defined("sum", x);
+  check_defined("sum", x);
   return sum_axes(x, normalize_axes("sum", axes, x.dim()), keepdim);
 }
 
 Tensor sum(const Tensor& x) {
-  detail::check_defined("sum", x);
+  check_defined("sum", x);
   Dims all(static_cast<size_t>(x.dim()));
   for (int64_t i = 0; i < x.dim(); ++i) all[i] = i;
   return sum_axes(x, all, /*keepdim=*/false);
@@ -98,7 +98,7 @@ Tensor sum(const Tensor& x) {
 
 // mean = sum / count: a one-liner over primitives, so its gradient is theirs.
 Tensor mean(const Tensor& x, const std::vector<int64_t>& axes, bool keepdim) {
-  detail::check_defined("mean", x);
+  check_defined("mean", x);
   int64_t count = 1;
   for (int64_t axis : normalize_axes("mean", axes, x.dim())) count *= x.shape()[axis];
   check(count > 0, "mean: cannot average over an empty axis of shape {}", x.shape());
@@ -106,7 +106,7 @@ Tensor mean(const Tensor& x, const std::vector<int64_t>& axes, bool keepdim) {
 }
 
 Tensor mean(const Tensor& x) {
-  detail::check_defined("mean", x);
+  check_defined("mean", x);
   check(x.numel() > 0, "mean: cannot average an empty tensor of shape {}", x.shape());
   return sum(x) * (real(1) / static_cast<real>(x.numel()));
 }
@@ -114,7 +114,7 @@ Tensor mean(const Tensor& x) {
 // y = max of x along `axis`   dx = dy at the first position that attains the
 // maximum, 0 elsewhere (a subgradient at ties; gradcheck keeps entries apart).
 Tensor max(const Tensor& x, int64_t axis_in, bool keepdim) {
-  detail::check_defined("max", x);
+  check_defined("max", x);
   const int64_t axis = normalize_axis("max", axis_in, x.dim());
   check(x.shape()[axis] > 0, "max: axis {} of shape {} is empty; a maximum needs an element", axis,
         x.shape());
@@ -142,13 +142,13 @@ Tensor max(const Tensor& x, int64_t axis_in, bool keepdim) {
 }
 
 Tensor max(const Tensor& x) {
-  detail::check_defined("max", x);
+  check_defined("max", x);
   check(x.numel() > 0, "max: tensor of shape {} is empty; a maximum needs an element", x.shape());
   return max(reshape(x, {x.numel()}), 0, /*keepdim=*/false);
 }
 
 std::vector<int64_t> argmax(const Tensor& x, int64_t axis_in) {
-  detail::check_defined("argmax", x);
+  check_defined("argmax", x);
   const int64_t axis = normalize_axis("argmax", axis_in, x.dim());
   check(x.shape()[axis] > 0, "argmax: axis {} of shape {} is empty", axis, x.shape());
   const Tensor values = x.contiguous_data();

@@ -60,7 +60,7 @@ Node::BackwardFn scatter_into_window(const Shape& x_shape, MakeWindow make_windo
 
 // y = x with another shape      dx = reshape(dy, x.shape)
 Tensor reshape(const Tensor& x, const Shape& requested) {
-  detail::check_defined("reshape", x);
+  check_defined("reshape", x);
   const Shape shape = resolve_shape("reshape", x, requested);
   const Tensor values = x.contiguous_data();  // a view when x already is contiguous
   Tensor y = view_of(values, shape, contiguous_strides(shape), values.offset());
@@ -70,7 +70,7 @@ Tensor reshape(const Tensor& x, const Shape& requested) {
 }
 
 Tensor view(const Tensor& x, const Shape& shape) {
-  detail::check_defined("view", x);
+  check_defined("view", x);
   check(x.is_contiguous(),
         "view: tensor of shape {} is not contiguous (strides {}), so it cannot be viewed as {} "
         "without a copy; call contiguous() first or use reshape()",
@@ -80,7 +80,7 @@ Tensor view(const Tensor& x, const Shape& shape) {
 
 // y = x laid out row-major     dx = dy
 Tensor contiguous(const Tensor& x) {
-  detail::check_defined("contiguous", x);
+  check_defined("contiguous", x);
   if (x.is_contiguous()) return x;
   return record("contiguous", x.clone_data(), {x}, [](const Tensor& dy) { return Gradients{dy}; });
 }
@@ -90,7 +90,7 @@ namespace {
 // permute with the order as a Dims: up to six axes live inside it, so
 // transpose, which every bmm backward calls, reorders without a heap block.
 Tensor permute_axes(const Tensor& x, const Dims& order_in) {
-  detail::check_defined("permute", x);
+  check_defined("permute", x);
   check(static_cast<int64_t>(order_in.size()) == x.dim(),
         "permute: order has {} axes but the tensor of shape {} has {}", order_in.size(), x.shape(),
         x.dim());
@@ -122,7 +122,7 @@ Tensor permute(const Tensor& x, const std::vector<int64_t>& order) {
 }
 
 Tensor transpose(const Tensor& x, int64_t axis0, int64_t axis1) {
-  detail::check_defined("transpose", x);
+  check_defined("transpose", x);
   Dims order(static_cast<size_t>(x.dim()));
   std::iota(order.begin(), order.end(), 0);
   std::swap(order[normalize_axis("transpose", axis0, x.dim())],
@@ -132,7 +132,7 @@ Tensor transpose(const Tensor& x, int64_t axis0, int64_t axis1) {
 
 // Drop a size-1 axis      dx = reshape(dy, x.shape)
 Tensor squeeze(const Tensor& x, int64_t axis_in) {
-  detail::check_defined("squeeze", x);
+  check_defined("squeeze", x);
   const int64_t axis = normalize_axis("squeeze", axis_in, x.dim());
   check(x.shape()[axis] == 1,
         "squeeze: axis {} of shape {} has size {}, not 1; only size-1 axes can be removed", axis,
@@ -149,7 +149,7 @@ Tensor squeeze(const Tensor& x, int64_t axis_in) {
 
 // Insert a size-1 axis at `axis` (0..dim)      dx = reshape(dy, x.shape)
 Tensor unsqueeze(const Tensor& x, int64_t axis_in) {
-  detail::check_defined("unsqueeze", x);
+  check_defined("unsqueeze", x);
   const int64_t axis = normalize_axis("unsqueeze", axis_in, x.dim() + 1);
   Shape shape = x.shape();
   Strides strides = x.strides();
@@ -164,7 +164,7 @@ Tensor unsqueeze(const Tensor& x, int64_t axis_in) {
 // A broadcast view of x at `shape` (size-1 axes repeat with stride 0; a −1
 // keeps x's size).    dx = dy, summed back to x.shape by the engine's sum_to.
 Tensor expand(const Tensor& x, const Shape& requested) {
-  detail::check_defined("expand", x);
+  check_defined("expand", x);
   check(requested.ndim() >= x.dim(),
         "expand: cannot expand {} to {}, which has fewer dims; expand can only add leading axes",
         x.shape(), requested);
@@ -191,7 +191,7 @@ Tensor expand(const Tensor& x, const Shape& requested) {
 // Through a view of shape (r0, s0, r1, s1, …) with stride 0 on every r axis;
 // backward sums dy over the r axes of the same factorisation.
 Tensor repeat(const Tensor& x, const Shape& repeats) {
-  detail::check_defined("repeat", x);
+  check_defined("repeat", x);
   check(repeats.ndim() >= x.dim(),
         "repeat: {} repeats for a tensor of {} dims; give at least one per axis", repeats.ndim(),
         x.dim());
@@ -218,7 +218,7 @@ Tensor repeat(const Tensor& x, const Shape& repeats) {
 // Each slice along `axis` repeated `repeats` times in place: [a, b] → [a, a, b, b].
 // Through a view (…, n, repeats, …) with stride 0 on the new axis; backward sums it.
 Tensor repeat_interleave(const Tensor& x, int64_t repeats, int64_t axis_in) {
-  detail::check_defined("repeat_interleave", x);
+  check_defined("repeat_interleave", x);
   const int64_t axis = normalize_axis("repeat_interleave", axis_in, x.dim());
   check(repeats >= 0, "repeat_interleave: repeat count {} is negative", repeats);
   Shape factored = x.shape();
@@ -237,7 +237,7 @@ Tensor repeat_interleave(const Tensor& x, int64_t repeats, int64_t axis_in) {
 // Entries start, start+step, … (< end) along `axis`; negative start/end count
 // from the end.     dx = zeros with dy written into the same entries
 Tensor slice(const Tensor& x, int64_t axis_in, int64_t start, int64_t end, int64_t step) {
-  detail::check_defined("slice", x);
+  check_defined("slice", x);
   const int64_t axis = normalize_axis("slice", axis_in, x.dim());
   const int64_t size = x.shape()[axis];
   check(step > 0, "slice: step must be positive, got {}", step);
@@ -258,7 +258,7 @@ Tensor slice(const Tensor& x, int64_t axis_in, int64_t start, int64_t end, int64
 }
 
 Tensor narrow(const Tensor& x, int64_t axis, int64_t start, int64_t length) {
-  detail::check_defined("narrow", x);
+  check_defined("narrow", x);
   check(start >= 0 && length >= 0, "narrow: start {} and length {} must be >= 0", start, length);
   const int64_t size = x.shape()[normalize_axis("narrow", axis, x.dim())];
   check(start + length <= size,
@@ -269,7 +269,7 @@ Tensor narrow(const Tensor& x, int64_t axis, int64_t start, int64_t length) {
 
 // The entry `index` along `axis`, with that axis removed.
 Tensor select(const Tensor& x, int64_t axis_in, int64_t index) {
-  detail::check_defined("select", x);
+  check_defined("select", x);
   const int64_t axis = normalize_axis("select", axis_in, x.dim());
   const int64_t size = x.shape()[axis];
   check(-size <= index && index < size, "select: index {} out of range for axis {} of size {}",
@@ -281,7 +281,7 @@ Tensor select(const Tensor& x, int64_t axis_in, int64_t index) {
 // Join along `axis`; all other sizes must agree.   each dx = its slice of dy
 Tensor cat(const std::vector<Tensor>& tensors, int64_t axis_in) {
   check(!tensors.empty(), "cat: needs at least one tensor");
-  for (const Tensor& t : tensors) detail::check_defined("cat", t);
+  for (const Tensor& t : tensors) check_defined("cat", t);
   const Tensor& first = tensors.front();
   const int64_t axis = normalize_axis("cat", axis_in, first.dim());
   Shape shape = first.shape();
@@ -319,7 +319,7 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t axis_in) {
 // Join along a new axis: stack([a, b], 0) has shape (2, …a.shape).
 Tensor stack(const std::vector<Tensor>& tensors, int64_t axis_in) {
   check(!tensors.empty(), "stack: needs at least one tensor");
-  for (const Tensor& t : tensors) detail::check_defined("stack", t);
+  for (const Tensor& t : tensors) check_defined("stack", t);
   for (size_t i = 1; i < tensors.size(); ++i) {
     check(tensors[i].shape() == tensors[0].shape(),
           "stack: tensor {} has shape {} but tensor 0 has shape {}; all must match", i,

@@ -20,7 +20,7 @@ using RowBackward = void (*)(real*, const real*, const real*, int64_t, int64_t);
 
 Tensor softmax_like(const char* name, const Tensor& x, int64_t axis_in, RowKernel forward,
                     RowBackward backward) {
-  detail::check_defined(name, x);
+  check_defined(name, x);
   const int64_t axis = normalize_axis(name, axis_in, x.dim());
   const int64_t last = x.dim() - 1;
   // The rows to normalise, contiguous: a view of x's own values when the axis

@@ -31,8 +31,8 @@
 
 #include "attograd.hpp"
 #include "bench/timing.hpp"
+#include "tensor/kernels_simd.hpp"
 #include "tensor/parallel.hpp"
-#include "tensor/xsimd.hpp"
 
 using namespace attograd;
 
@@ -94,7 +94,7 @@ class FmaPeak {
     for (int j = 0; j < kAccumulators; ++j) acc[j] = Batch(real(j + 1) * real(1e-3));
     const Batch m(real(0.999999)), a(real(1e-7));
     for (int64_t i = 0; i < kIterations; ++i) {
-      for (int j = 0; j < kAccumulators; ++j) acc[j] = simd::fma(acc[j], m, a);
+      for (int j = 0; j < kAccumulators; ++j) acc[j] = kernels::simd::fma(acc[j], m, a);
     }
     Batch total = acc[0];
     for (int j = 1; j < kAccumulators; ++j) total += acc[j];

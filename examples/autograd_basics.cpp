@@ -5,13 +5,23 @@
 // back; backward(g) then visits those records from g to the leaves a and b.
 //
 //   a = −4, b = 2   →   g = 24.7041, dg/da = 138.8338, dg/db = 645.5773
+//
+//   autograd_basics --dot g.dot   # also draws the expression's graph, values
+//                                 # and gradients (g.svg too if Graphviz is installed)
 #include <fmt/core.h>
 
+#include <iostream>
+#include <string>
+
 #include "attograd.hpp"
+#include "examples/common/cli.hpp"
+#include "examples/common/inspect_tools.hpp"
 
 using namespace attograd;
 
-int main() {
+namespace {
+
+int run(const std::string& dot_file) {
   Tensor a = requires_grad_(scalar(-4.0));
   Tensor b = requires_grad_(scalar(2.0));
 
@@ -26,7 +36,11 @@ int main() {
   Tensor g = f / 2.0;
   g = g + 10.0 / f;
 
-  backward(g);
+  backward(g, Tensor(), /*retain_graph=*/!dot_file.empty());  // kept for the picture
+  if (!dot_file.empty()) {
+    const DotOptions options = DotOptions().names({{"a", a}, {"b", b}}).show_values(true);
+    cli::write_dot_file(dot_file, to_dot(g, options), std::cout);
+  }
 
   fmt::print("attograd: reverse-mode autodiff (kernels: {})\n", kernels::simd_description());
   fmt::print("The micrograd README expression with a = {}, b = {}:\n", a.item(), b.item());
@@ -44,4 +58,15 @@ int main() {
   fmt::print("\nA tensor example: loss = -log softmax(W x)[0]\n");
   fmt::print("W = {}\nsoftmax(W x) = {}\ndloss/dW = {}\n", W, y, grad(W));
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  cli::InspectFlags flags;
+  cli::Parser parser("autograd_basics",
+                     "Reverse-mode autodiff on the micrograd README expression, then on a "
+                     "small tensor expression.");
+  cli::declare_inspect_flags(parser, flags, /*tools=*/false);
+  return cli::run_main(parser, argc, argv, [&] { return run(flags.dot); });
 }

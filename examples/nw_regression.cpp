@@ -23,6 +23,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <functional>
+#include <iostream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <system_error>
@@ -31,8 +32,9 @@
 
 #include "examples/common/cli.hpp"
 #include "examples/common/divergence.hpp"
+#include "examples/common/inspect_tools.hpp"
 #include "examples/common/output_folder.hpp"
-#include "examples/common/svg_plot.hpp"
+#include "plot/svg_plot.hpp"
 #include "tensor/atomic_file.hpp"
 
 using namespace attograd;
@@ -50,6 +52,7 @@ struct Flags {
   std::string out = "out/nw_regression";
   bool json = false;
   int seeds = 1;
+  cli::InspectFlags inspect;  // --dot, --detect-anomaly, --profile
 };
 
 ExperimentOptions experiment_options(const Flags& flags, uint64_t seed, WeightShape shape) {
@@ -321,10 +324,12 @@ int run_once(const Flags& flags) {
       }
     }
   };
+  cli::InspectSession inspect(flags.inspect);  // the graph of the first epoch's step
   const ExperimentResult result =
       run_experiment(experiment_options(flags, static_cast<uint64_t>(flags.seed),
                                         weight_shape_from_string(flags.w)),
                      on_epoch);
+  inspect.finish(flags.json ? std::cerr : std::cout);
 
   // Every picture is drawn before the first one is written, and they are
   // renamed into place together: a failure leaves the old set.
@@ -462,6 +467,7 @@ int main(int argc, char** argv) {
       .flag("seeds", flags.seeds,
             "average the test errors over this many seeds from --seed (a table, no pictures)",
             cli::positive());
+  cli::declare_inspect_flags(parser, flags.inspect);
   return cli::run_main(parser, argc, argv,
                        [&] { return flags.seeds > 1 ? run_seeds(flags) : run_once(flags); });
 }

@@ -1,5 +1,6 @@
 // models/batched_seq2seq.cpp — the batched Bahdanau encoder–decoder, its
-// training loop and greedy translation (the maths is in the header).
+// training loop and translation (the maths is in the header; beam search
+// is in batched_beam_decoder.cpp).
 #include "models/batched_seq2seq.hpp"
 
 #include <fmt/format.h>
@@ -11,6 +12,7 @@
 #include <optional>
 
 #include "autograd/ops.hpp"
+#include "models/batched_beam_decoder.hpp"
 #include "models/text/normalize.hpp"
 #include "nn/init.hpp"
 #include "nn/loss.hpp"
@@ -184,7 +186,7 @@ Tensor Seq2SeqAttentionDecoder::forward(const std::vector<int64_t>& ids, const S
 // ---------------------------------------------------------------- the model
 
 BatchedSeq2Seq::BatchedSeq2Seq(const BatchedSeq2SeqOptions& options, Generator& generator)
-    : nn::Module("EncoderDecoder"), options_(options) {
+    : BatchedTranslator("EncoderDecoder"), options_(options) {
   check_options(options);
   encoder = register_module("encoder", std::make_shared<Seq2SeqEncoder>(options, generator));
   decoder =
@@ -206,11 +208,10 @@ Tensor BatchedSeq2Seq::forward(const text::PaddedArray& source,
 }
 
 // source, target: (B,T) -> (B)
-Tensor BatchedSeq2Seq::loss(const text::PaddedArray& source, const text::PaddedArray& target) {
+Tensor BatchedTranslator::loss(const text::PaddedArray& source, const text::PaddedArray& target) {
   const int64_t B = target.rows, T = target.num_steps;
-  check(source.rows == B,
-        "BatchedSeq2Seq::loss: {} source sentences but {} targets; a batch pairs them up",
-        source.rows, B);
+  check(source.rows == B, "{} loss: {} source sentences but {} targets; a batch pairs them up",
+        type_name(), source.rows, B);
   // Teacher forcing: step t reads the true token t − 1, step 0 reads <bos>.
   std::vector<int64_t> inputs(static_cast<size_t>(B * T));
   for (int64_t b = 0; b < B; ++b) {
@@ -221,23 +222,27 @@ Tensor BatchedSeq2Seq::loss(const text::PaddedArray& source, const text::PaddedA
   return nn::sequence_cross_entropy(logits, target.ids, target.valid_lengths);
 }
 
+EncoderOutput BatchedSeq2Seq::encode_sentence(const std::vector<int64_t>& source_ids,
+                                              int64_t num_steps) {
+  check(num_steps >= 1, "BatchedSeq2Seq: num_steps is {}; it must be at least 1", num_steps);
+  check(!source_ids.empty(), "BatchedSeq2Seq: the source is empty; give at least its <eos> id");
+  const int64_t length = std::min<int64_t>(static_cast<int64_t>(source_ids.size()), num_steps);
+  return encoder->forward(text::truncate_pad(source_ids, num_steps, kPad), {1, num_steps},
+                          {length});
+}
+
 Prediction BatchedSeq2Seq::predict(const std::vector<int64_t>& source_ids, int64_t num_steps) {
-  check(num_steps >= 1, "BatchedSeq2Seq::predict: num_steps is {}; it must be at least 1",
-        num_steps);
-  check(!source_ids.empty(),
-        "BatchedSeq2Seq::predict: the source is empty; give at least its <eos> id");
   const nn::EvalModeGuard eval_mode(*this);
   const NoGradGuard no_grad;
-  const int64_t length = std::min<int64_t>(static_cast<int64_t>(source_ids.size()), num_steps);
-  const EncoderOutput encoded =
-      encoder->forward(text::truncate_pad(source_ids, num_steps, kPad), {1, num_steps}, {length});
-  DecoderState state = decoder->init_state(encoded);
+  DecoderState state = decoder->init_state(encode_sentence(source_ids, num_steps));
   Prediction prediction;
   prediction.source_positions = num_steps;
   int64_t input = kBos;
   for (int64_t step = 0; step < num_steps; ++step) {
     const Tensor logits = decoder->forward({input}, {1, 1}, state);  // (1,1,V)
     const int64_t chosen = argmax(logits, 2).front();
+    prediction.log_probability +=
+        static_cast<double>(log_softmax(reshape(logits, {1, -1}), 1).at({0, chosen}));
     for (real weight : decoder->attention_weights().to_vector()) {
       prediction.attention.push_back(weight);
     }
@@ -273,7 +278,7 @@ void xavier_init_weights(nn::Module& module, Generator& generator) {
 
 // ---------------------------------------------------------------- training
 
-TrainingReport train(BatchedSeq2Seq& model, const text::BatchedData& data,
+TrainingReport train(BatchedTranslator& model, const text::BatchedData& data,
                      const BatchedTrainingOptions& options,
                      const std::function<void(const EpochReport&)>& on_epoch) {
   check(options.epochs() >= 0 && options.batch_size() >= 1 && options.lr() > 0 &&
@@ -282,14 +287,15 @@ TrainingReport train(BatchedSeq2Seq& model, const text::BatchedData& data,
         "and clip_norm ({}) positive",
         options.epochs(), options.batch_size(), options.lr(), options.clip_norm());
   check(data.source.rows >= 1, "batched_seq2seq::train: there are no training pairs");
-  check(data.source_vocabulary.size() == model.options().source_vocabulary() &&
-            data.target_vocabulary.size() == model.options().target_vocabulary(),
+  check(data.source_vocabulary.size() == model.source_vocabulary_size() &&
+            data.target_vocabulary.size() == model.target_vocabulary_size(),
         "batched_seq2seq::train: the data's vocabularies ({} source, {} target words) do not "
         "match the model's ({} and {})",
         data.source_vocabulary.size(), data.target_vocabulary.size(),
-        model.options().source_vocabulary(), model.options().target_vocabulary());
+        model.source_vocabulary_size(), model.target_vocabulary_size());
   model.train();
   nn::Adam adam(model.named_parameters(), nn::AdamOptions(options.lr()));
+  nn::LRScheduler scheduler(adam, options.lr_schedule());
   const std::vector<Tensor> parameters = model.parameters();
   text::BatchIterator batches(data.source, data.target, options.batch_size(), options.seed());
   TrainingReport report;
@@ -318,6 +324,8 @@ TrainingReport train(BatchedSeq2Seq& model, const text::BatchedData& data,
     report.final_loss = epoch_report.loss;
     report.tokens += tokens;
     report.seconds += epoch_report.seconds;
+    epoch_report.lr = adam.lr();
+    scheduler.step();
     if (on_epoch) on_epoch(epoch_report);
   }
   return report;
@@ -325,10 +333,11 @@ TrainingReport train(BatchedSeq2Seq& model, const text::BatchedData& data,
 
 // ---------------------------------------------------------------- translating
 
-SentenceTranslation translate_sentence(BatchedSeq2Seq& model,
+SentenceTranslation translate_sentence(BatchedTranslator& model,
                                        const text::Vocabulary& source_vocabulary,
                                        const text::Vocabulary& target_vocabulary,
-                                       std::string_view sentence, int64_t num_steps) {
+                                       std::string_view sentence, int64_t num_steps,
+                                       const decoding::BeamSearchOptions& beam) {
   check(num_steps >= 2,
         "translate_sentence: num_steps is {}; it must be at least 2 (a word and <eos>)", num_steps);
   const std::optional<std::string> normalized = text::preprocess_d2l(sentence);
@@ -346,8 +355,17 @@ SentenceTranslation translate_sentence(BatchedSeq2Seq& model,
   encoded.ids.push_back(kEos);
   translation.source_words = std::move(words);
   translation.unknown_words = encoded.unknown_count;
-  translation.prediction = model.predict(encoded.ids, num_steps);
+  std::vector<decoding::Hypothesis> hypotheses;
+  if (beam.beam_size() == 1) {
+    decoding::check_options(beam);
+    translation.prediction = model.predict(encoded.ids, num_steps);
+    hypotheses.push_back(to_hypothesis(translation.prediction, beam.length_penalty()));
+  } else {
+    hypotheses = model.beam_predict(encoded.ids, num_steps, beam);
+    translation.prediction = to_prediction(hypotheses.front());
+  }
   translation.output_words = target_vocabulary.decode(translation.prediction.ids);
+  translation.nbest = decoding::in_words(hypotheses, target_vocabulary);
   return translation;
 }
 
@@ -359,23 +377,25 @@ const std::vector<ReferencePair>& textbook_test_pairs() {
   return pairs;
 }
 
-Evaluation evaluate(BatchedSeq2Seq& model, const text::Vocabulary& source_vocabulary,
+Evaluation evaluate(BatchedTranslator& model, const text::Vocabulary& source_vocabulary,
                     const text::Vocabulary& target_vocabulary,
-                    const std::vector<text::SentencePair>& pairs, int64_t num_steps) {
+                    const std::vector<text::SentencePair>& pairs, int64_t num_steps,
+                    const decoding::BeamSearchOptions& beam) {
   Evaluation evaluation;
   std::map<std::string, size_t> index_of;  // source sentence -> its entry in evaluation.pairs
   for (const text::SentencePair& pair : pairs) {
     const auto [position, inserted] = index_of.emplace(pair.source, evaluation.pairs.size());
-    if (inserted) evaluation.pairs.push_back({pair.source, {}, "", 0});
+    if (inserted) evaluation.pairs.push_back({pair.source, {}, "", 0, {}});
     evaluation.pairs[position->second].references.push_back(pair.target);
   }
   std::vector<std::vector<text::Words>> references;
   std::vector<text::Words> hypotheses;
   double bleu_sum = 0;
   for (EvaluatedPair& pair : evaluation.pairs) {
-    const SentenceTranslation translation =
-        translate_sentence(model, source_vocabulary, target_vocabulary, pair.source, num_steps);
+    const SentenceTranslation translation = translate_sentence(
+        model, source_vocabulary, target_vocabulary, pair.source, num_steps, beam);
     pair.output = text::join_words(translation.output_words);
+    pair.nbest = translation.nbest;
     for (const std::string& reference : pair.references) {
       pair.sentence_bleu =
           std::max(pair.sentence_bleu, text::d2l_sentence_bleu(pair.output, reference, 2));

@@ -52,10 +52,12 @@
 #include "models/text/batching.hpp"
 #include "models/text/bleu.hpp"
 #include "models/text/vocabulary.hpp"
+#include "models/translation/beam_search.hpp"
 #include "nn/attention.hpp"
 #include "nn/embedding.hpp"
 #include "nn/gru.hpp"
 #include "nn/linear.hpp"
+#include "nn/lr_scheduler.hpp"
 #include "nn/module.hpp"
 #include "tensor/random.hpp"
 
@@ -162,7 +164,8 @@ class Seq2SeqAttentionDecoder : public nn::Module {
 
 // ---------------------------------------------------------------- the model
 
-// A greedy translation of one sentence.
+// A translation of one sentence (greedy, or the best of beam search's:
+// models/batched_beam_decoder.hpp).
 struct Prediction {
   std::vector<int64_t> ids;  // output ids, <eos> not included
   bool reached_eos = false;  // false when it stopped after num_steps steps
@@ -171,18 +174,23 @@ struct Prediction {
   std::vector<double> attention;
   int64_t steps = 0;
   int64_t source_positions = 0;  // S = num_steps
+  // Σ log p of the chosen ids over the `steps` steps (<eos> included when
+  // reached), log p = log_softmax(logits): what beam search ranks by.
+  double log_probability = 0;
 };
 
-class BatchedSeq2Seq : public nn::Module {
+// What train, translate_sentence and evaluate below need of a model, so the
+// same loop trains and scores this recipe's GRU model and the Transformer
+// (models/transformer/transformer.hpp): logits under teacher forcing, and a
+// greedy prediction.
+class BatchedTranslator : public nn::Module {
  public:
-  // Builds the layers from `generator`, then gives every Linear and GRU
-  // weight Xavier-uniform values (d2l's xavier_init_weights).
-  explicit BatchedSeq2Seq(const BatchedSeq2SeqOptions& options,
-                          Generator& generator = default_generator());
+  using nn::Module::Module;
 
   // source: (B,T) with valid lengths, decoder_inputs: (B,T') ids -> logits (B,T',V_tgt)
-  Tensor forward(const text::PaddedArray& source, const std::vector<int64_t>& decoder_inputs,
-                 const Shape& decoder_shape);
+  virtual Tensor forward(const text::PaddedArray& source,
+                         const std::vector<int64_t>& decoder_inputs,
+                         const Shape& decoder_shape) = 0;
 
   // d2l's loss with teacher forcing: the decoder reads <bos> followed by the
   // target without its last id, and
@@ -193,7 +201,39 @@ class BatchedSeq2Seq : public nn::Module {
   // Greedy decoding in evaluation mode, nothing recorded: source_ids are the
   // sentence's ids with its <eos> (cut to num_steps if longer); at most
   // num_steps output ids, stopping at <eos>.
-  Prediction predict(const std::vector<int64_t>& source_ids, int64_t num_steps);
+  virtual Prediction predict(const std::vector<int64_t>& source_ids, int64_t num_steps) = 0;
+
+  // Beam search (models/translation/beam_search.hpp) from the same source:
+  // the K best hypotheses, best first; K = 1 gives predict's output.
+  virtual std::vector<decoding::Hypothesis> beam_predict(
+      const std::vector<int64_t>& source_ids, int64_t num_steps,
+      const decoding::BeamSearchOptions& options) = 0;
+
+  virtual int64_t source_vocabulary_size() const = 0;
+  virtual int64_t target_vocabulary_size() const = 0;
+};
+
+class BatchedSeq2Seq : public BatchedTranslator {
+ public:
+  // Builds the layers from `generator`, then gives every Linear and GRU
+  // weight Xavier-uniform values (d2l's xavier_init_weights).
+  explicit BatchedSeq2Seq(const BatchedSeq2SeqOptions& options,
+                          Generator& generator = default_generator());
+
+  Tensor forward(const text::PaddedArray& source, const std::vector<int64_t>& decoder_inputs,
+                 const Shape& decoder_shape) override;
+  Prediction predict(const std::vector<int64_t>& source_ids, int64_t num_steps) override;
+  // models/batched_beam_decoder.hpp: the hypotheses as rows of one decoder batch.
+  std::vector<decoding::Hypothesis> beam_predict(
+      const std::vector<int64_t>& source_ids, int64_t num_steps,
+      const decoding::BeamSearchOptions& options) override;
+  int64_t source_vocabulary_size() const override { return options_.source_vocabulary(); }
+  int64_t target_vocabulary_size() const override { return options_.target_vocabulary(); }
+
+  // The encoder's output for one sentence as predict reads it: source_ids
+  // cut or padded to num_steps, valid length min(ids, num_steps) -> outputs
+  // (1,S,H), hidden (L,1,H). Records a graph unless called under a NoGradGuard.
+  EncoderOutput encode_sentence(const std::vector<int64_t>& source_ids, int64_t num_steps);
 
   const BatchedSeq2SeqOptions& options() const { return options_; }
 
@@ -240,12 +280,19 @@ struct BatchedTrainingOptions {
     seed_ = value;
     return *this;
   }
+  // The learning rate per epoch, from lr (default: constant); stepped after
+  // each epoch, as PyTorch's schedulers are.
+  BatchedTrainingOptions& lr_schedule(nn::LRSchedule value) {
+    lr_schedule_ = std::move(value);
+    return *this;
+  }
 
   int64_t epochs() const { return epochs_; }
   double lr() const { return lr_; }
   int64_t batch_size() const { return batch_size_; }
   double clip_norm() const { return clip_norm_; }
   uint64_t seed() const { return seed_; }
+  const nn::LRSchedule& lr_schedule() const { return lr_schedule_; }
 
  private:
   int64_t epochs_ = 250;
@@ -253,6 +300,7 @@ struct BatchedTrainingOptions {
   int64_t batch_size_ = 64;
   double clip_norm_ = 1.0;
   uint64_t seed_ = 0;
+  nn::LRSchedule lr_schedule_ = nn::LRSchedule::constant();
 };
 
 struct EpochReport {
@@ -260,6 +308,7 @@ struct EpochReport {
   double loss = 0;     // d2l's figure: Σ_batches Σ_b loss_b / (valid target tokens)
   int64_t tokens = 0;  // valid target tokens seen this epoch
   double seconds = 0;  // wall time of the epoch
+  double lr = 0;       // Adam's learning rate during the epoch
 };
 
 struct TrainingReport {
@@ -278,27 +327,30 @@ struct TrainingReport {
 // d2l's train_seq2seq: Adam, one step per mini-batch on Σ_b loss_b, the
 // gradients clipped to clip_norm first. on_epoch (if set) sees each epoch's
 // report as it ends. The model is left in training mode.
-TrainingReport train(BatchedSeq2Seq& model, const text::BatchedData& data,
+TrainingReport train(BatchedTranslator& model, const text::BatchedData& data,
                      const BatchedTrainingOptions& options,
                      const std::function<void(const EpochReport&)>& on_epoch = {});
 
 // ---------------------------------------------------------------- translating
 
 struct SentenceTranslation {
-  std::vector<std::string> source_words;  // after d2l's preprocessing, cut to num_steps − 1
-  std::vector<std::string> output_words;  // <eos> not included
-  Prediction prediction;
-  int64_t unknown_words = 0;  // source words that became <unk>
-  int64_t dropped_words = 0;  // source words beyond num_steps − 1, not read
+  std::vector<std::string> source_words;     // after d2l's preprocessing, cut to num_steps − 1
+  std::vector<std::string> output_words;     // <eos> not included
+  Prediction prediction;                     // the best
+  std::vector<decoding::ScoredWords> nbest;  // the K best, best first (greedy: the one)
+  int64_t unknown_words = 0;                 // source words that became <unk>
+  int64_t dropped_words = 0;                 // source words beyond num_steps − 1, not read
 };
 
 // d2l's predict_seq2seq on raw text: preprocess_d2l (lower case, spaces
-// before punctuation), split, encode, append <eos>, decode greedily. Throws
-// on invalid UTF-8 or an empty sentence.
-SentenceTranslation translate_sentence(BatchedSeq2Seq& model,
+// before punctuation), split, encode, append <eos>, decode — greedily
+// (predict) when the beam size is 1, else by beam search (beam_predict).
+// Throws on invalid UTF-8 or an empty sentence.
+SentenceTranslation translate_sentence(BatchedTranslator& model,
                                        const text::Vocabulary& source_vocabulary,
                                        const text::Vocabulary& target_vocabulary,
-                                       std::string_view sentence, int64_t num_steps);
+                                       std::string_view sentence, int64_t num_steps,
+                                       const decoding::BeamSearchOptions& beam = {});
 
 // d2l's four test sentences and their references, English -> French.
 struct ReferencePair {
@@ -312,6 +364,7 @@ struct EvaluatedPair {
   std::vector<std::string> references;
   std::string output;
   double sentence_bleu = 0;  // d2l_sentence_bleu, k = 2, against the reference it fits best
+  std::vector<decoding::ScoredWords> nbest;  // the K best, best first (output is the first)
 };
 
 struct Evaluation {
@@ -323,9 +376,11 @@ struct Evaluation {
 };
 
 // Translates every distinct source sentence of `pairs` (already normalised,
-// e.g. by read_pairs with Normalization::kD2l) and scores the outputs.
-Evaluation evaluate(BatchedSeq2Seq& model, const text::Vocabulary& source_vocabulary,
+// e.g. by read_pairs with Normalization::kD2l; greedily, or by beam search
+// when beam.beam_size() > 1) and scores the outputs.
+Evaluation evaluate(BatchedTranslator& model, const text::Vocabulary& source_vocabulary,
                     const text::Vocabulary& target_vocabulary,
-                    const std::vector<text::SentencePair>& pairs, int64_t num_steps);
+                    const std::vector<text::SentencePair>& pairs, int64_t num_steps,
+                    const decoding::BeamSearchOptions& beam = {});
 
 }  // namespace attograd::batched_seq2seq

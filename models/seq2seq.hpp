@@ -43,9 +43,11 @@
 //   models/seq2seq/location_decoder.hpp   AttnDecoderRNN
 //   models/seq2seq/bahdanau_decoder.hpp   BahdanauAttnDecoder
 //   models/seq2seq/model.hpp              Seq2Seq (pair_loss, translate), its options, kSos / kEos
+//   models/seq2seq/beam_decoder.hpp       beam_translate: beam search over either decoder
 #pragma once
 
 #include "models/seq2seq/bahdanau_decoder.hpp"
+#include "models/seq2seq/beam_decoder.hpp"
 #include "models/seq2seq/decoder.hpp"
 #include "models/seq2seq/encoder.hpp"
 #include "models/seq2seq/location_decoder.hpp"

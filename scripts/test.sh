@@ -13,8 +13,12 @@ build="${ATTOGRAD_BUILD_DIR:-build}"
 # the cases after it into one entry that runs none of them, so check first
 # that CTest knows every case.
 # (Catch 2 exits with the number of listed cases, hence the `|| true`.)
-float_cases=$("$build/tests/attograd_tests" "~[f64]" --list-test-names-only || true)
-double_cases=$("$build/tests/attograd_tests_f64" --list-test-names-only || true)
+# (Each binary's test spec, e.g. ~[f64] for the float one, is written by
+# tests/CMakeLists.txt beside it.)
+float_cases=$("$build/tests/attograd_tests" "$(cat "$build/tests/attograd_tests.spec")" \
+  --list-test-names-only || true)
+double_cases=$("$build/tests/attograd_tests_f64" "$(cat "$build/tests/attograd_tests_f64.spec")" \
+  --list-test-names-only || true)
 catch_cases=$(($(grep -c . <<<"$float_cases") + $(grep -c . <<<"$double_cases")))
 ctest_cases=$(ctest --test-dir "$build" -N | sed -n 's/^Total Tests: //p')
 if [[ "$catch_cases" != "$ctest_cases" ]]; then

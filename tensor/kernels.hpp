@@ -66,7 +66,7 @@ void binary_forward(Binary op, real* out, const real* a, int64_t a_step, const r
                     int64_t b_step, int64_t n);
 // out, x: (n), x ≤ 0.  out = eˣ, the exp of the softmax kernels (whose arguments are
 // x − max ≤ 0). In float within 1 ulp of std::exp, with results below the smallest
-// normal number (x < −87.34) flushed to 0 (kernels_simd.cpp says how); in double
+// normal number (x < −87.34) flushed to 0 (tensor/kernels_simd.hpp says how); in double
 // xsimd::exp.
 void exp_nonpositive(real* out, const real* x, int64_t n);
 // out, x: (n).  out += x — every gradient accumulation goes through this

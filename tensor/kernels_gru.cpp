@@ -6,7 +6,7 @@
 #include <array>
 #include <cmath>
 
-#include "tensor/xsimd.hpp"
+#include "tensor/kernels_simd.hpp"
 
 namespace attograd::kernels {
 
@@ -61,10 +61,9 @@ void gru_gates_backward(real* dgi, real* dgh, real* dh_direct, const real* dh_ne
 
 #if ATTOGRAD_USE_SIMD
 
-namespace {
+using namespace simd;
 
-using Batch = xsimd::batch<real>;
-constexpr int64_t W = static_cast<int64_t>(Batch::size);
+namespace {
 
 // A run of `count` (≤ W) consecutive elements starting at `start`. A full run
 // loads and stores straight from memory; the last, short run of a row goes
@@ -96,8 +95,6 @@ template <typename Body>
 void over_lanes(int64_t n, Body&& body) {
   for (int64_t i = 0; i < n; i += W) body(Lanes{i, std::min(W, n - i)});
 }
-
-Batch sigmoid(Batch x) { return Batch(real(1)) / (Batch(real(1)) + xsimd::exp(-x)); }
 
 }  // namespace
 

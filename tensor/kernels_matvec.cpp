@@ -3,9 +3,8 @@
 #include "tensor/kernels_matvec.hpp"
 
 #include <array>
-#include <type_traits>
 
-#include "tensor/xsimd.hpp"
+#include "tensor/kernels_simd.hpp"
 
 namespace attograd::kernels {
 
@@ -41,27 +40,7 @@ bool matvec_forward(real* c, const real* a, Layout a_layout, const real* b, Layo
 
 #if ATTOGRAD_USE_SIMD
 
-namespace {
-
-using Batch = xsimd::batch<real>;
-constexpr int64_t W = static_cast<int64_t>(Batch::size);
-
-Batch load(const real* p) { return Batch::load_unaligned(p); }
-
-// sums[r] = the sum of acc[r]'s lanes, for W accumulators. xsimd's haddp
-// does all W at once with shared shuffles, but xsimd 8.1's AVX-512 float
-// version mixes up the rows (16 floats: 8 of 16 sums come out wrong), so
-// there each accumulator is summed by itself.
-void horizontal_sums(const std::array<Batch, W>& acc, real* sums) {
-  constexpr bool haddp_broken = std::is_same_v<real, float> && W == 16;
-  if constexpr (haddp_broken) {
-    for (int64_t r = 0; r < W; ++r) sums[r] = xsimd::hadd(acc[r]);
-  } else {
-    xsimd::haddp(acc.data()).store_unaligned(sums);
-  }
-}
-
-}  // namespace
+using namespace simd;
 
 // W rows of w per pass (8 floats with AVX2): W independent FMA chains share
 // each load of x, and horizontal_sums turns the W accumulators into W results.

@@ -19,34 +19,3 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #include <xsimd/xsimd.hpp>
 #pragma GCC diagnostic pop
-
-#include <type_traits>
-
-namespace attograd::simd {
-
-// x · y + z rounded once, on every instruction set. xsimd 8.1's fma has
-// fused versions for SSE and AVX (FMA3) but none for AVX-512, where it falls
-// back to x * y + z: two roundings, unless the compiler happens to contract
-// them (it did at -O3, not in the -O2 sanitizer build). The kernels rely on a
-// single rounding — exp_nonpositive's range reduction, and bmm and the
-// weight-gradient kernels adding exactly what matmul adds — so on AVX-512
-// this calls the fused instruction itself.
-template <typename T, typename A>
-xsimd::batch<T, A> fma(const xsimd::batch<T, A>& x, const xsimd::batch<T, A>& y,
-                       const xsimd::batch<T, A>& z) {
-#if defined(__AVX512F__)
-  if constexpr (std::is_base_of_v<xsimd::avx512f, A>) {
-    if constexpr (std::is_same_v<T, float>) {
-      return _mm512_fmadd_ps(x, y, z);
-    } else {
-      return _mm512_fmadd_pd(x, y, z);
-    }
-  } else {
-    return xsimd::fma(x, y, z);
-  }
-#else
-  return xsimd::fma(x, y, z);
-#endif
-}
-
-}  // namespace attograd::simd

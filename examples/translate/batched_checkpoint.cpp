@@ -7,6 +7,7 @@
 #include <exception>
 #include <stdexcept>
 
+#include "examples/translate/checkpoint_sizes.hpp"
 #include "examples/translate/size_limits.hpp"
 #include "tensor/error.hpp"
 
@@ -14,14 +15,12 @@ namespace attograd::translate_batched {
 
 using namespace attograd::batched_seq2seq;
 
-namespace {
-
 const std::string& metadata_field(const nn::Metadata& metadata, const std::string& path,
                                   const std::string& key) {
   const auto found = metadata.find(key);
   check(found != metadata.end(),
-        "{}: the checkpoint has no '{}' entry; was it written by translate train --recipe "
-        "batched?",
+        "{}: the checkpoint has no '{}' entry; was it written by translate train with the same "
+        "--recipe?",
         path, key);
   return found->second;
 }
@@ -38,7 +37,17 @@ int64_t metadata_integer(const nn::Metadata& metadata, const std::string& path,
   fail("{}: the checkpoint's '{}' is '{}', not an integer", path, key, text);
 }
 
-}  // namespace
+double metadata_number(const nn::Metadata& metadata, const std::string& path,
+                       const std::string& key) {
+  const std::string& text = metadata_field(metadata, path, key);
+  try {
+    size_t used = 0;
+    const double value = std::stod(text, &used);
+    if (used == text.size()) return value;
+  } catch (const std::exception&) {
+  }
+  fail("{}: the checkpoint's {} '{}' is not a number", path, key, text);
+}
 
 nn::Metadata to_metadata(const CheckpointInfo& info, const BatchedTrainFlags& flags,
                          const TrainingReport& report) {
@@ -60,35 +69,32 @@ nn::Metadata to_metadata(const CheckpointInfo& info, const BatchedTrainFlags& fl
 }
 
 CheckpointInfo read_checkpoint_info(const std::string& path) {
-  const nn::Metadata metadata = nn::read_metadata(path);
+  const translate_checkpoint::CheckpointSizes sizes(path);  // the header only, no values yet
+  const nn::Metadata& metadata = sizes.metadata();
   const auto recipe = metadata.find("recipe");
   check(recipe != metadata.end() && recipe->second == kRecipe,
-        "{}: not a checkpoint of the batched recipe (recipe '{}'); use the command without "
-        "--recipe batched for it",
-        path, recipe == metadata.end() ? "" : recipe->second);
+        "{}: not a checkpoint of the batched recipe (recipe '{}'); use the command with "
+        "--recipe {} for it",
+        path, recipe == metadata.end() ? "" : recipe->second,
+        recipe == metadata.end() ? "tutorial" : recipe->second);
   CheckpointInfo info;
   info.source_vocabulary =
       text::Vocabulary::deserialize(metadata_field(metadata, path, "source_vocabulary"));
   info.target_vocabulary =
       text::Vocabulary::deserialize(metadata_field(metadata, path, "target_vocabulary"));
-  check_checkpoint_size(path, "source vocabulary size", info.source_vocabulary.size(), 1,
-                        kMaxVocabulary);
-  check_checkpoint_size(path, "target vocabulary size", info.target_vocabulary.size(), 1,
-                        kMaxVocabulary);
-  double dropout = 0;
-  try {
-    dropout = std::stod(metadata_field(metadata, path, "dropout"));
-  } catch (const std::logic_error&) {
-    fail("{}: the checkpoint's dropout '{}' is not a number", path,
-         metadata_field(metadata, path, "dropout"));
-  }
-  check_checkpoint_dropout(path, dropout);
-  check_checkpoint_size(path, "embed_size", metadata_integer(metadata, path, "embed_size"), 1,
-                        kMaxHidden);
-  check_checkpoint_size(path, "hidden_size", metadata_integer(metadata, path, "hidden_size"), 1,
-                        kMaxHidden);
-  check_checkpoint_size(path, "num_layers", metadata_integer(metadata, path, "num_layers"), 1,
-                        kMaxLayers);
+  // Every size that builds the model, against the weights it sizes.
+  const double dropout = metadata_number(metadata, path, "dropout");
+  sizes.require("source vocabulary size", info.source_vocabulary.size(), "encoder.embedding.weight",
+                0);
+  sizes.require("target vocabulary size", info.target_vocabulary.size(), "decoder.embedding.weight",
+                0);
+  sizes.require("embed_size", metadata_integer(metadata, path, "embed_size"),
+                "encoder.embedding.weight", 1);
+  sizes.require("hidden_size", metadata_integer(metadata, path, "hidden_size"),
+                "encoder.rnn.weight_hh_l0", 1);
+  sizes.require_layers("num_layers", metadata_integer(metadata, path, "num_layers"),
+                       "encoder.rnn.weight_ih_l{}");
+  sizes.require_dropout(dropout);
   info.model = BatchedSeq2SeqOptions(info.source_vocabulary.size(), info.target_vocabulary.size())
                    .embed_size(metadata_integer(metadata, path, "embed_size"))
                    .hidden_size(metadata_integer(metadata, path, "hidden_size"))

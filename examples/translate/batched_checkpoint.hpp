@@ -31,6 +31,15 @@ struct CheckpointInfo {
   int64_t num_examples = 600;
 };
 
+// The metadata entry `key` of the checkpoint at `path`, as text, an integer
+// or a number; throws naming the file and the key when it is missing or bad.
+const std::string& metadata_field(const nn::Metadata& metadata, const std::string& path,
+                                  const std::string& key);
+int64_t metadata_integer(const nn::Metadata& metadata, const std::string& path,
+                         const std::string& key);
+double metadata_number(const nn::Metadata& metadata, const std::string& path,
+                       const std::string& key);
+
 // `info` and the run's settings and result as checkpoint metadata.
 nn::Metadata to_metadata(const CheckpointInfo& info, const BatchedTrainFlags& flags,
                          const batched_seq2seq::TrainingReport& report);

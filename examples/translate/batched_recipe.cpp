@@ -17,13 +17,12 @@
 
 #include "examples/common/divergence.hpp"
 #include "examples/common/output_folder.hpp"
-#include "examples/common/svg_plot.hpp"
 #include "examples/translate/batched_checkpoint.hpp"
-#include "examples/translate/size_limits.hpp"
 #include "models/batched_seq2seq.hpp"
 #include "models/text/normalize.hpp"
 #include "models/text/pairs.hpp"
 #include "nn/checkpoint.hpp"
+#include "plot/svg_plot.hpp"
 #include "tensor/error.hpp"
 #include "tensor/parallel.hpp"
 
@@ -35,6 +34,10 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr const char* kCheckpointName = "checkpoint.safetensors";
+
+}  // namespace
+
+// ---------------------------------------------------------------- shared pieces
 
 // ---------------------------------------------------------------- data
 
@@ -66,7 +69,8 @@ std::vector<text::SentencePair> take(const std::vector<text::SentencePair>& pair
 
 // Output words (and <eos> when reached) down, source words and <eos> across:
 // only the valid source positions, as d2l draws it (the padding has weight 0).
-void save_attention_map(const fs::path& path, const SentenceTranslation& translation) {
+void save_attention_map(const fs::path& path, const SentenceTranslation& translation,
+                        const std::string& title) {
   std::vector<std::string> columns = translation.source_words;
   columns.push_back("<eos>");
   std::vector<std::string> rows = translation.output_words;
@@ -80,7 +84,7 @@ void save_attention_map(const fs::path& path, const SentenceTranslation& transla
     }
   }
   plot::Heatmap map(rows.size(), columns.size(), values);
-  map.title("Bahdanau attention (batched recipe)")
+  map.title(title)
       .row_labels(rows)
       .column_labels(columns)
       .x_label("Keys (source)")
@@ -105,51 +109,29 @@ void save_loss_curve(const fs::path& path, const TrainingReport& report) {
   chart.save(path);
 }
 
-}  // namespace
-
 // ---------------------------------------------------------------- flags
 
 void declare_batched_train_flags(cli::Parser& parser, BatchedTrainFlags& flags) {
-  parser.flag("data", flags.data, "tab-separated English/French pairs (Tatoeba)")
-      .choice("direction", flags.direction, {"eng-fra", "fra-eng"},
-              "source and target language (d2l: English -> French)")
-      .flag("num-examples", flags.num_examples, "use the first N pairs of the file (0: all)",
-            cli::non_negative())
-      .flag("min-freq", flags.min_freq, "words seen fewer times become <unk>", cli::at_least(1))
-      .flag("num-steps", flags.num_steps, "T: every sentence is cut or padded to T ids",
-            cli::in_range(2, kMaxSteps))
-      .flag("embed", flags.embed, "embedding size E", cli::size_at_most(kMaxHidden))
+  declare_data_flags(parser, flags);
+  parser.flag("embed", flags.embed, "embedding size E", cli::size_at_most(kMaxHidden))
       .flag("hidden", flags.hidden, "hidden size H of the GRUs and the attention",
             cli::size_at_most(kMaxHidden))
       .flag("layers", flags.layers, "GRU layers of encoder and decoder",
             cli::size_at_most(kMaxLayers))
       .flag("dropout", flags.dropout, "dropout between GRU layers and on attention weights",
-            cli::in_range(0, 0.99))
-      .flag("batch", flags.batch, "sentence pairs per mini-batch", cli::size_at_most(kMaxBatch))
-      .flag("lr", flags.lr, "Adam learning rate", cli::positive())
-      .flag("epochs", flags.epochs, "passes over the pairs", cli::positive())
-      .flag("clip", flags.clip, "clip the gradients to this global norm", cli::positive())
-      .flag("seed", flags.seed, "seed of the weights, dropout masks and batch order",
-            cli::non_negative())
-      .flag("threads", flags.threads,
-            "threads for large matrix products (0: ATTOGRAD_NUM_THREADS or every core)",
-            cli::non_negative())
-      .flag("print-every", flags.print_every, "epochs per progress line", cli::positive())
-      .flag("attention-sentence", flags.attention_sentence,
-            "the sentence whose attention is drawn in attention.svg")
-      .flag("out", flags.out, "folder for the checkpoint and the pictures (created if missing)")
-      .flag("json", flags.json,
-            "print one JSON summary line on stdout (the report goes to stderr)");
+            cli::in_range(0, 0.99));
+  declare_training_flags(parser, flags, "the sentence whose attention is drawn in attention.svg");
 }
 
 void declare_batched_translate_flags(cli::Parser& parser, BatchedTranslateFlags& flags) {
   parser.flag("checkpoint", flags.checkpoint, "checkpoint written by train --recipe batched")
       .flag("attention", flags.attention,
             "folder for one attention heatmap per sentence (attention_<line>.svg)");
+  translate_beam::declare_beam_flags(parser, flags.beam);
 }
 
 void declare_batched_eval_flags(cli::Parser& parser, BatchedEvalFlags& flags) {
-  parser.flag("checkpoint", flags.checkpoint, "checkpoint written by train --recipe batched")
+  parser.flag("checkpoint", flags.checkpoint, "checkpoint written by train with the same --recipe")
       .flag("data", flags.data, "pairs to score (default: the checkpoint's data file)")
       .flag("offset", flags.offset, "skip this many pairs of the file first", cli::non_negative())
       .flag("num-examples", flags.num_examples,
@@ -157,28 +139,33 @@ void declare_batched_eval_flags(cli::Parser& parser, BatchedEvalFlags& flags) {
             cli::at_least(-1))
       .flag("examples", flags.examples, "translations to print", cli::non_negative())
       .flag("json", flags.json, "print one JSON summary line on stdout");
+  translate_beam::declare_beam_flags(parser, flags.beam);
 }
 
 // ---------------------------------------------------------------- train
 
-namespace {
-
-// The pairs cut or padded to num_steps ids, with their vocabularies.
-text::BatchedData prepare_data(const text::PairSet& set, const BatchedTrainFlags& flags,
+text::BatchedData prepare_data(const text::PairSet& set, const DataSettings& settings,
                                std::ostream& out) {
   text::BatchedData data = text::prepare_batched_data(
       set.pairs,
       text::BatchedDataOptions()
-          .num_steps(flags.num_steps)
-          .num_examples(flags.num_examples > 0 ? std::optional<int64_t>(flags.num_examples)
-                                               : std::nullopt)
-          .min_frequency(flags.min_freq));
-  out << fmt::format("Read {} ({}); training on the first {} pairs, {}\n", flags.data,
-                     set.report.summary(), data.source.rows, flags.direction);
+          .num_steps(settings.num_steps)
+          .num_examples(settings.num_examples > 0 ? std::optional<int64_t>(settings.num_examples)
+                                                  : std::nullopt)
+          .min_frequency(settings.min_freq));
+  out << fmt::format("Read {} ({}); training on the first {} pairs, {}\n", settings.data,
+                     set.report.summary(), data.source.rows, settings.direction);
   out << fmt::format("Vocabularies (min frequency {}): {} source, {} target words\n",
-                     flags.min_freq, data.source_vocabulary.size(), data.target_vocabulary.size());
+                     settings.min_freq, data.source_vocabulary.size(),
+                     data.target_vocabulary.size());
   return data;
 }
+
+DataSettings data_settings(const BatchedTrainFlags& flags) {
+  return {flags.data, flags.direction, flags.num_examples, flags.min_freq, flags.num_steps};
+}
+
+namespace {
 
 // The model's sizes and what a checkpoint needs to rebuild it.
 CheckpointInfo checkpoint_info(const BatchedTrainFlags& flags, const text::BatchedData& data) {
@@ -197,37 +184,97 @@ CheckpointInfo checkpoint_info(const BatchedTrainFlags& flags, const text::Batch
   return info;
 }
 
+}  // namespace
+
+nn::LRSchedule lr_schedule_from_flag(const std::string& text, int64_t epochs) {
+  const auto usage = [&text] {
+    return cli::UsageError(
+        fmt::format("--lr-schedule: '{}' is not one of constant, step:S:G, cosine, warmup:N, "
+                    "warmup-cosine:N (S, N whole epochs ≥ 1, G > 0)",
+                    text));
+  };
+  const auto count_after = [&](size_t start, size_t end) {
+    const std::string digits = text.substr(start, end - start);
+    if (digits.empty() || digits.size() > 9 ||
+        digits.find_first_not_of("0123456789") != std::string::npos || std::stoll(digits) < 1) {
+      throw usage();
+    }
+    return static_cast<int64_t>(std::stoll(digits));
+  };
+  if (text == "constant") return nn::LRSchedule::constant();
+  if (text == "cosine") return nn::LRSchedule::cosine(epochs);
+  if (text.rfind("step:", 0) == 0) {
+    const size_t colon = text.find(':', 5);
+    if (colon == std::string::npos) throw usage();
+    const int64_t step_size = count_after(5, colon);
+    char* end = nullptr;
+    const double gamma = std::strtod(text.c_str() + colon + 1, &end);
+    if (end == text.c_str() + colon + 1 || *end != '\0' || !(gamma > 0)) throw usage();
+    return nn::LRSchedule::step(step_size, gamma);
+  }
+  for (const bool cosine : {false, true}) {
+    const std::string prefix = cosine ? "warmup-cosine:" : "warmup:";
+    if (text.rfind(prefix, 0) != 0) continue;
+    const int64_t warmup = count_after(prefix.size(), text.size());
+    const nn::LRSchedule linear =
+        nn::LRSchedule::linear(1.0 / static_cast<double>(warmup), 1.0, warmup);
+    if (!cosine) return linear;
+    if (warmup >= epochs) {
+      throw cli::UsageError(
+          fmt::format("--lr-schedule: a warm-up of {} epochs leaves none of the {} for the cosine",
+                      warmup, epochs));
+    }
+    return nn::LRSchedule::sequential({linear, nn::LRSchedule::cosine(epochs - warmup)}, {warmup});
+  }
+  throw usage();
+}
+
+namespace {
+
 // Trains for --epochs, printing a progress line every --print-every epochs
 // and a summary at the end.
 TrainingReport train_with_progress(BatchedSeq2Seq& model, const text::BatchedData& data,
                                    const BatchedTrainFlags& flags, std::ostream& out) {
-  const BatchedTrainingOptions training = BatchedTrainingOptions()
-                                              .epochs(flags.epochs)
-                                              .lr(flags.lr)
-                                              .batch_size(flags.batch)
-                                              .clip_norm(flags.clip)
-                                              .seed(static_cast<uint64_t>(flags.seed));
+  const BatchedTrainingOptions training =
+      BatchedTrainingOptions()
+          .epochs(flags.epochs)
+          .lr(flags.lr)
+          .batch_size(flags.batch)
+          .clip_norm(flags.clip)
+          .seed(static_cast<uint64_t>(flags.seed))
+          .lr_schedule(lr_schedule_from_flag(flags.lr_schedule, flags.epochs));
   out << fmt::format(
       "Training {} parameters (E = {}, H = {}, {} layers, dropout {}) for {} epochs, batch {}, "
       "lr {}, {} thread{}\n",
       model.parameter_count(), flags.embed, flags.hidden, flags.layers, flags.dropout, flags.epochs,
       flags.batch, flags.lr, parallel::num_threads(), parallel::num_threads() == 1 ? "" : "s");
+  return train_reporting_progress(model, data, training, flags.print_every, flags.out, out);
+}
+
+}  // namespace
+
+TrainingReport train_reporting_progress(BatchedTranslator& model, const text::BatchedData& data,
+                                        const BatchedTrainingOptions& training, int64_t print_every,
+                                        const std::string& out_folder, std::ostream& out) {
   out << std::flush;
-  const std::string checkpoint = (fs::path(flags.out) / kCheckpointName).string();
+  const int64_t epochs = training.epochs();
+  const std::string checkpoint = (fs::path(out_folder) / kCheckpointName).string();
   const TrainingReport report = train(model, data, training, [&](const EpochReport& epoch) {
     // Stop at the first epoch that diverged, before anything is written.
     const std::string when = fmt::format("epoch {}", epoch.epoch);
+    const auto kept = [&] { return cli::kept_text(checkpoint, fs::exists(checkpoint)); };
     if (!std::isfinite(epoch.loss)) {
-      cli::check_finite_training("loss", epoch.loss, when, flags.lr,
-                                 cli::kept_text(checkpoint, fs::exists(checkpoint)));
+      cli::check_finite_training("loss", epoch.loss, when, training.lr(), kept());
     }
-    cli::check_finite_parameters(model.named_parameters(), when, flags.lr,
-                                 cli::kept_text(checkpoint, fs::exists(checkpoint)));
-    if (epoch.epoch % flags.print_every == 0 || epoch.epoch == flags.epochs) {
-      out << fmt::format("epoch {:>4}/{}  loss {:.4f}  {:8.0f} tokens/s  {:6.1f} ms/epoch\n",
-                         epoch.epoch, flags.epochs, epoch.loss,
+    cli::check_finite_parameters(model.named_parameters(), when, training.lr(), kept());
+    if (epoch.epoch % print_every == 0 || epoch.epoch == epochs) {
+      out << fmt::format("epoch {:>4}/{}  loss {:.4f}  {:8.0f} tokens/s  {:6.1f} ms/epoch{}\n",
+                         epoch.epoch, epochs, epoch.loss,
                          epoch.seconds > 0 ? static_cast<double>(epoch.tokens) / epoch.seconds : 0,
-                         1000.0 * epoch.seconds)
+                         1000.0 * epoch.seconds,
+                         training.lr_schedule().is_constant()
+                             ? std::string()
+                             : fmt::format("  lr {:.3g}", epoch.lr))
           << std::flush;
     }
   });
@@ -238,13 +285,7 @@ TrainingReport train_with_progress(BatchedSeq2Seq& model, const text::BatchedDat
   return report;
 }
 
-// d2l's four test sentences, each printed with its sentence BLEU (k = 2).
-struct TestTranslations {
-  nlohmann::json translations = nlohmann::json::array();  // for the --json summary
-  int64_t perfect = 0;                                    // how many scored BLEU 1
-};
-
-TestTranslations translate_test_sentences(BatchedSeq2Seq& model, const text::BatchedData& data,
+TestTranslations translate_test_sentences(BatchedTranslator& model, const text::BatchedData& data,
                                           int64_t num_steps, std::ostream& out) {
   TestTranslations tests;
   for (const ReferencePair& pair : textbook_test_pairs()) {
@@ -263,10 +304,11 @@ TestTranslations translate_test_sentences(BatchedSeq2Seq& model, const text::Bat
   return tests;
 }
 
-void print_train_summary(BatchedSeq2Seq& model, const text::BatchedData& data,
-                         const TrainingReport& report, const TestTranslations& tests,
-                         const Evaluation& evaluation, const fs::path& checkpoint_path) {
-  const nlohmann::json summary = {{"recipe", kRecipe},
+void print_train_summary(const std::string& recipe, BatchedTranslator& model,
+                         const text::BatchedData& data, const TrainingReport& report,
+                         const TestTranslations& tests, const Evaluation& evaluation,
+                         const fs::path& checkpoint_path) {
+  const nlohmann::json summary = {{"recipe", recipe},
                                   {"pairs", data.source.rows},
                                   {"source_vocabulary", data.source_vocabulary.size()},
                                   {"target_vocabulary", data.target_vocabulary.size()},
@@ -285,7 +327,49 @@ void print_train_summary(BatchedSeq2Seq& model, const text::BatchedData& data,
   std::cout << summary.dump() << std::endl;
 }
 
-}  // namespace
+void check_attention_sentence(const std::string& sentence) {
+  const std::optional<std::string> drawn_text = text::preprocess_d2l(sentence);
+  check(drawn_text.has_value() && !text::split_words(*drawn_text).empty(),
+        "--attention-sentence '{}' has no words to translate; give a sentence such as \"i'm "
+        "home .\"",
+        sentence);
+}
+
+void finish_training(BatchedTranslator& model, const text::PairSet& set,
+                     const text::BatchedData& data, const TrainingReport& report,
+                     const TrainOutputs& outputs, std::ostream& out) {
+  // The folder was prepared before training (prepare_output_folder). The
+  // checkpoint and the loss curve are one set: both new or both old.
+  const fs::path folder = outputs.folder;
+  const fs::path checkpoint_path = folder / kCheckpointName;
+  {
+    cli::OutputSet files(folder);
+    nn::save(model, files.staged(kCheckpointName), outputs.metadata);
+    save_loss_curve(files.staged("loss.svg"), report);
+    files.commit();
+  }
+
+  const TestTranslations tests = translate_test_sentences(model, data, outputs.num_steps, out);
+  const SentenceTranslation drawn =
+      translate_sentence(model, data.source_vocabulary, data.target_vocabulary,
+                         outputs.attention_sentence, outputs.num_steps);
+  outputs.draw_attention(folder, drawn);
+
+  std::vector<text::SentencePair> training_pairs = take(set.pairs, 0, data.source.rows);
+  const Evaluation evaluation = evaluate(model, data.source_vocabulary, data.target_vocabulary,
+                                         training_pairs, outputs.num_steps);
+  out << fmt::format(
+      "\nBLEU-4 on the {} training pairs ({} source sentences): {:.4f}; mean sentence BLEU "
+      "(k = 2) {:.4f}\n",
+      training_pairs.size(), evaluation.pairs.size(), evaluation.corpus.score,
+      evaluation.mean_sentence_bleu);
+  out << fmt::format("Wrote {}, loss.svg and {} ('{}') in {}\n",
+                     checkpoint_path.filename().string(), outputs.pictures,
+                     outputs.attention_sentence, folder.string());
+  if (outputs.json) {
+    print_train_summary(outputs.recipe, model, data, report, tests, evaluation, checkpoint_path);
+  }
+}
 
 int run_batched_train(const BatchedTrainFlags& flags) {
   std::ostream& out = flags.json ? std::cerr : std::cout;  // with --json stdout holds one line
@@ -293,60 +377,40 @@ int run_batched_train(const BatchedTrainFlags& flags) {
 
   // Everything that can fail on bad input happens before anything is written,
   // and the output folder is known to be writable before training starts.
-  const std::optional<std::string> drawn_text = text::preprocess_d2l(flags.attention_sentence);
-  check(drawn_text.has_value() && !text::split_words(*drawn_text).empty(),
-        "--attention-sentence '{}' has no words to translate; give a sentence such as \"i'm "
-        "home .\"",
-        flags.attention_sentence);
+  check_attention_sentence(flags.attention_sentence);
   const text::PairSet set = read_data(flags.data, flags.direction);
   text::require_pairs(set.pairs, set.report, "to train on");
-  const text::BatchedData data = prepare_data(set, flags, out);
+  const text::BatchedData data = prepare_data(set, data_settings(flags), out);
   const CheckpointInfo info = checkpoint_info(flags, data);
-
-  const fs::path folder = flags.out;
-  cli::prepare_output_folder("--out", folder);
+  cli::prepare_output_folder("--out", flags.out);
 
   Generator generator(static_cast<uint64_t>(flags.seed));
   BatchedSeq2Seq model(info.model, generator);
   const TrainingReport report = train_with_progress(model, data, flags, out);
-
-  // The checkpoint and the loss curve are one set: both new or both old.
-  const fs::path checkpoint_path = folder / kCheckpointName;
-  {
-    cli::OutputSet set(folder);
-    nn::save(model, set.staged(kCheckpointName), to_metadata(info, flags, report));
-    save_loss_curve(set.staged("loss.svg"), report);
-    set.commit();
-  }
-
-  const TestTranslations tests = translate_test_sentences(model, data, flags.num_steps, out);
-  const SentenceTranslation drawn =
-      translate_sentence(model, data.source_vocabulary, data.target_vocabulary,
-                         flags.attention_sentence, flags.num_steps);
-  save_attention_map(folder / "attention.svg", drawn);
-
-  std::vector<text::SentencePair> training_pairs = take(set.pairs, 0, data.source.rows);
-  const Evaluation evaluation = evaluate(model, data.source_vocabulary, data.target_vocabulary,
-                                         training_pairs, flags.num_steps);
-  out << fmt::format(
-      "\nBLEU-4 on the {} training pairs ({} source sentences): {:.4f}; mean sentence BLEU "
-      "(k = 2) {:.4f}\n",
-      training_pairs.size(), evaluation.pairs.size(), evaluation.corpus.score,
-      evaluation.mean_sentence_bleu);
-  out << fmt::format("Wrote {}, loss.svg and attention.svg ('{}') in {}\n",
-                     checkpoint_path.filename().string(), flags.attention_sentence,
-                     folder.string());
-  if (flags.json) print_train_summary(model, data, report, tests, evaluation, checkpoint_path);
+  TrainOutputs outputs;
+  outputs.recipe = kRecipe;
+  outputs.folder = flags.out;
+  outputs.num_steps = flags.num_steps;
+  outputs.attention_sentence = flags.attention_sentence;
+  outputs.json = flags.json;
+  outputs.metadata = to_metadata(info, flags, report);
+  outputs.pictures = "attention.svg";
+  outputs.draw_attention = [](const fs::path& folder, const SentenceTranslation& translation) {
+    save_attention_map(folder / "attention.svg", translation,
+                       "Bahdanau attention (batched recipe)");
+  };
+  finish_training(model, set, data, report, outputs, out);
   return 0;
 }
 
 // ---------------------------------------------------------------- translate
 
-int run_batched_translate(const BatchedTranslateFlags& flags, std::istream& in, std::ostream& out,
-                          std::ostream& err) {
-  if (!flags.attention.empty()) cli::prepare_output_folder("--attention", flags.attention);
-  const CheckpointInfo info = read_checkpoint_info(flags.checkpoint);
-  const std::unique_ptr<BatchedSeq2Seq> model = load_model(flags.checkpoint, info);
+int translate_lines(BatchedTranslator& model, const text::Vocabulary& source_vocabulary,
+                    const text::Vocabulary& target_vocabulary, int64_t num_steps,
+                    const translate_beam::BeamFlags& beam, const std::string& attention_folder,
+                    const DrawAttention& draw, std::istream& in, std::ostream& out,
+                    std::ostream& err) {
+  if (!attention_folder.empty()) cli::prepare_output_folder("--attention", attention_folder);
   int64_t line_number = 0, translated = 0, unknown = 0;
   std::string line;
   while (std::getline(in, line)) {
@@ -362,8 +426,9 @@ int run_batched_translate(const BatchedTranslateFlags& flags, std::istream& in, 
       out << "\n";
       continue;
     }
-    const SentenceTranslation translation = translate_sentence(
-        *model, info.source_vocabulary, info.target_vocabulary, line, info.num_steps);
+    const SentenceTranslation translation =
+        translate_sentence(model, source_vocabulary, target_vocabulary, line, num_steps,
+                           translate_beam::beam_options(beam));
     if (translation.unknown_words > 0) {
       err << fmt::format("warning: stdin:{}: {} word{} not in the vocabulary became <unk>\n",
                          line_number, translation.unknown_words,
@@ -373,12 +438,15 @@ int run_batched_translate(const BatchedTranslateFlags& flags, std::istream& in, 
     if (translation.dropped_words > 0) {
       err << fmt::format(
           "warning: stdin:{}: the model reads at most {} words; the last {} were cut off\n",
-          line_number, info.num_steps - 1, translation.dropped_words);
+          line_number, num_steps - 1, translation.dropped_words);
     }
-    out << text::join_words(translation.output_words) << "\n" << std::flush;
-    if (!flags.attention.empty()) {
-      save_attention_map(fs::path(flags.attention) / fmt::format("attention_{}.svg", line_number),
-                         translation);
+    if (beam.nbest) {
+      translate_beam::print_nbest_lines(out, line_number, translation.nbest);
+    } else {
+      out << text::join_words(translation.output_words) << "\n" << std::flush;
+    }
+    if (!attention_folder.empty()) {
+      draw(fs::path(attention_folder) / fmt::format("attention_{}.svg", line_number), translation);
     }
     ++translated;
   }
@@ -387,18 +455,31 @@ int run_batched_translate(const BatchedTranslateFlags& flags, std::istream& in, 
   return 0;
 }
 
-// ---------------------------------------------------------------- eval
-
-int run_batched_eval(const BatchedEvalFlags& flags) {
+int run_batched_translate(const BatchedTranslateFlags& flags, std::istream& in, std::ostream& out,
+                          std::ostream& err) {
   const CheckpointInfo info = read_checkpoint_info(flags.checkpoint);
   const std::unique_ptr<BatchedSeq2Seq> model = load_model(flags.checkpoint, info);
-  const std::string path = flags.data.empty() ? info.data : flags.data;
-  const text::PairSet set = read_data(path, info.direction);
-  const int64_t count = flags.num_examples < 0 ? info.num_examples : flags.num_examples;
+  return translate_lines(
+      *model, info.source_vocabulary, info.target_vocabulary, info.num_steps, flags.beam,
+      flags.attention,
+      [](const fs::path& path, const SentenceTranslation& translation) {
+        save_attention_map(path, translation, "Bahdanau attention (batched recipe)");
+      },
+      in, out, err);
+}
+
+// ---------------------------------------------------------------- eval
+
+int evaluate_checkpoint(BatchedTranslator& model, const TrainedOn& trained,
+                        const BatchedEvalFlags& flags) {
+  const std::string path = flags.data.empty() ? trained.data : flags.data;
+  const text::PairSet set = read_data(path, trained.direction);
+  const int64_t count = flags.num_examples < 0 ? trained.num_examples : flags.num_examples;
   const std::vector<text::SentencePair> pairs = take(set.pairs, flags.offset, count);
   text::require_pairs(pairs, set.report, fmt::format("to evaluate from pair {}", flags.offset));
   const Evaluation evaluation =
-      evaluate(*model, info.source_vocabulary, info.target_vocabulary, pairs, info.num_steps);
+      evaluate(model, trained.source_vocabulary, trained.target_vocabulary, pairs,
+               trained.num_steps, translate_beam::beam_options(flags.beam));
   std::ostream& out = flags.json ? std::cerr : std::cout;
   const text::BleuDetails& bleu = evaluation.corpus;
   out << fmt::format(
@@ -407,8 +488,9 @@ int run_batched_eval(const BatchedEvalFlags& flags) {
       bleu.score, flags.offset, flags.offset + std::ssize(pairs), path, evaluation.pairs.size(),
       bleu.precisions[0], bleu.precisions[1], bleu.precisions[2], bleu.precisions[3],
       bleu.brevity_penalty, evaluation.mean_sentence_bleu);
-  out << fmt::format("{} unknown source words mapped to <unk>, {} cut off beyond {} words\n\n",
-                     evaluation.unknown_words, evaluation.dropped_words, info.num_steps - 1);
+  out << fmt::format("{} unknown source words mapped to <unk>, {} cut off beyond {} words\n",
+                     evaluation.unknown_words, evaluation.dropped_words, trained.num_steps - 1);
+  out << "decoding: " << translate_beam::describe(flags.beam) << "\n\n";
   const int64_t shown = std::min<int64_t>(flags.examples, std::ssize(evaluation.pairs));
   for (int64_t i = 0; i < shown; ++i) {
     // Spread over the range rather than the first few, which are all one-word sentences.
@@ -416,19 +498,32 @@ int run_batched_eval(const BatchedEvalFlags& flags) {
         evaluation.pairs[static_cast<size_t>(i * std::ssize(evaluation.pairs) / shown)];
     out << "> " << pair.source << "\n";
     for (const std::string& reference : pair.references) out << "= " << reference << "\n";
-    out << fmt::format("< {}   (bleu k=2: {:.3f})\n\n", pair.output, pair.sentence_bleu);
+    out << fmt::format("< {}   (bleu k=2: {:.3f})\n", pair.output, pair.sentence_bleu);
+    if (flags.beam.nbest) translate_beam::print_nbest_block(out, pair.nbest);
+    out << "\n";
   }
   if (flags.json) {
-    const nlohmann::json summary = {{"recipe", kRecipe},
+    const nlohmann::json summary = {{"recipe", trained.recipe},
                                     {"bleu", bleu.score},
                                     {"mean_sentence_bleu", evaluation.mean_sentence_bleu},
                                     {"pairs", pairs.size()},
                                     {"sentences", evaluation.pairs.size()},
                                     {"unknown_words", evaluation.unknown_words},
-                                    {"dropped_words", evaluation.dropped_words}};
+                                    {"dropped_words", evaluation.dropped_words},
+                                    {"beam", flags.beam.beam},
+                                    {"length_penalty", flags.beam.length_penalty}};
     std::cout << summary.dump() << std::endl;
   }
   return 0;
+}
+
+int run_batched_eval(const BatchedEvalFlags& flags) {
+  const CheckpointInfo info = read_checkpoint_info(flags.checkpoint);
+  const std::unique_ptr<BatchedSeq2Seq> model = load_model(flags.checkpoint, info);
+  return evaluate_checkpoint(*model,
+                             {kRecipe, info.source_vocabulary, info.target_vocabulary,
+                              info.num_steps, info.data, info.direction, info.num_examples},
+                             flags);
 }
 
 }  // namespace attograd::translate_batched

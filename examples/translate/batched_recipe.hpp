@@ -14,10 +14,19 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
+#include <functional>
 #include <iosfwd>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "examples/common/cli.hpp"
+#include "examples/translate/beam_flags.hpp"
+#include "examples/translate/size_limits.hpp"
+#include "models/batched_seq2seq.hpp"
+#include "models/text/pairs.hpp"
+#include "nn/checkpoint.hpp"
 
 namespace attograd::translate_batched {
 
@@ -33,6 +42,7 @@ struct BatchedTrainFlags {
   double dropout = 0.1;
   int64_t batch = 64;
   double lr = 0.005;
+  std::string lr_schedule = "constant";  // see declare_batched_train_flags
   int64_t epochs = 250;
   double clip = 1.0;
   int64_t seed = 0;     // initial weights, dropout masks and batch order
@@ -46,6 +56,7 @@ struct BatchedTrainFlags {
 struct BatchedTranslateFlags {
   std::string checkpoint = "out/translate_batched/checkpoint.safetensors";
   std::string attention;  // folder for attention_<line>.svg, or "" for none
+  translate_beam::BeamFlags beam;
 };
 
 struct BatchedEvalFlags {
@@ -55,6 +66,7 @@ struct BatchedEvalFlags {
   int64_t num_examples = -1;  // pairs to score after the offset (-1: the checkpoint's; 0: all)
   int64_t examples = 10;      // translations to print
   bool json = false;
+  translate_beam::BeamFlags beam;
 };
 
 // Bind the flags of each command to `parser` (a command's parser).
@@ -73,5 +85,146 @@ int run_batched_translate(const BatchedTranslateFlags& flags, std::istream& in, 
                           std::ostream& err);
 // eval: corpus BLEU-4 and d2l's sentence BLEU (k = 2) on a range of pairs.
 int run_batched_eval(const BatchedEvalFlags& flags);
+
+// ---------------------------------------------------------------- shared pieces
+//
+// The steps every recipe on d2l's batched data takes, whatever its model
+// (batched_seq2seq::BatchedTranslator): the Transformer recipe
+// (transformer_recipe.hpp) is these with another model and other pictures.
+
+// The data settings of a train command.
+struct DataSettings {
+  std::string data;       // the pairs file
+  std::string direction;  // eng-fra or fra-eng
+  int64_t num_examples;   // the first pairs of the file (0: all)
+  int64_t min_freq;       // rarer words become <unk>
+  int64_t num_steps;      // T
+};
+
+// The flags both recipes' train commands share, bound to the members of the
+// same names: --data … --num-steps, and --batch … --json.
+template <typename TrainFlags>
+void declare_data_flags(cli::Parser& parser, TrainFlags& flags) {
+  parser.flag("data", flags.data, "tab-separated English/French pairs (Tatoeba)")
+      .choice("direction", flags.direction, {"eng-fra", "fra-eng"},
+              "source and target language (d2l: English -> French)")
+      .flag("num-examples", flags.num_examples, "use the first N pairs of the file (0: all)",
+            cli::non_negative())
+      .flag("min-freq", flags.min_freq, "words seen fewer times become <unk>", cli::at_least(1))
+      .flag("num-steps", flags.num_steps, "T: every sentence is cut or padded to T ids",
+            cli::in_range(2, kMaxSteps));
+}
+template <typename TrainFlags>
+void declare_training_flags(cli::Parser& parser, TrainFlags& flags,
+                            const std::string& attention_sentence_help) {
+  parser.flag("batch", flags.batch, "sentence pairs per mini-batch", cli::size_at_most(kMaxBatch))
+      .flag("lr", flags.lr, "Adam learning rate", cli::positive())
+      .flag("lr-schedule", flags.lr_schedule,
+            "the rate per epoch (PyTorch's schedulers): constant, step:S:G (times G every S "
+            "epochs), cosine (to 0 over --epochs), warmup:N (linear from lr/N over N epochs), "
+            "warmup-cosine:N (then cosine)")
+      .flag("epochs", flags.epochs, "passes over the pairs", cli::positive())
+      .flag("clip", flags.clip, "clip the gradients to this global norm", cli::positive())
+      .flag("seed", flags.seed, "seed of the weights, dropout masks and batch order",
+            cli::non_negative())
+      .flag("threads", flags.threads,
+            "threads for large matrix products (0: ATTOGRAD_NUM_THREADS or every core)",
+            cli::non_negative())
+      .flag("print-every", flags.print_every, "epochs per progress line", cli::positive())
+      .flag("attention-sentence", flags.attention_sentence, attention_sentence_help)
+      .flag("out", flags.out, "folder for the checkpoint and the pictures (created if missing)")
+      .flag("json", flags.json,
+            "print one JSON summary line on stdout (the report goes to stderr)");
+}
+
+// The pairs of `path` with d2l's preprocessing, source first for `direction`;
+// skipped lines are warned about on stderr.
+text::PairSet read_data(const std::string& path, const std::string& direction);
+// pairs[offset, offset + count), or everything from offset when count is 0.
+std::vector<text::SentencePair> take(const std::vector<text::SentencePair>& pairs, int64_t offset,
+                                     int64_t count);
+// The pairs cut or padded to num_steps ids, with their vocabularies; says so on `out`.
+text::BatchedData prepare_data(const text::PairSet& set, const DataSettings& settings,
+                               std::ostream& out);
+// The --lr-schedule value as a schedule over `epochs` epochs; throws
+// cli::UsageError naming the flag for anything else.
+nn::LRSchedule lr_schedule_from_flag(const std::string& text, int64_t epochs);
+// Throws unless the sentence has a word to translate.
+void check_attention_sentence(const std::string& sentence);
+
+// batched_seq2seq::train with a progress line every `print_every` epochs and
+// a summary at the end. Stops with an Error at the first epoch whose loss or
+// weights are not finite, saying that out_folder's checkpoint (if any) keeps
+// the last good state (examples/common/divergence.hpp).
+batched_seq2seq::TrainingReport train_reporting_progress(
+    batched_seq2seq::BatchedTranslator& model, const text::BatchedData& data,
+    const batched_seq2seq::BatchedTrainingOptions& training, int64_t print_every,
+    const std::string& out_folder, std::ostream& out);
+
+void save_loss_curve(const std::filesystem::path& path,
+                     const batched_seq2seq::TrainingReport& report);
+// Output steps down, valid source positions across (prediction.attention).
+void save_attention_map(const std::filesystem::path& path,
+                        const batched_seq2seq::SentenceTranslation& translation,
+                        const std::string& title);
+
+// Draws the attention of one translation into the file `path` (or folder).
+using DrawAttention = std::function<void(const std::filesystem::path& path,
+                                         const batched_seq2seq::SentenceTranslation&)>;
+
+// What finish_training writes and prints.
+struct TrainOutputs {
+  std::string recipe;  // the "recipe" of the --json summary
+  std::string folder;  // --out
+  int64_t num_steps = 10;
+  std::string attention_sentence;  // drawn by draw_attention(folder, its translation)
+  bool json = false;
+  nn::Metadata metadata;  // the checkpoint's
+  std::string pictures;   // what draw_attention writes, for the closing line
+  DrawAttention draw_attention;
+};
+
+// d2l's four test sentences, each printed with its sentence BLEU (k = 2).
+struct TestTranslations {
+  nlohmann::json translations = nlohmann::json::array();  // for the --json summary
+  int64_t perfect = 0;                                    // how many scored BLEU 1
+};
+TestTranslations translate_test_sentences(batched_seq2seq::BatchedTranslator& model,
+                                          const text::BatchedData& data, int64_t num_steps,
+                                          std::ostream& out);
+
+// After training: checkpoint.safetensors and loss.svg into outputs.folder
+// (prepared by cli::prepare_output_folder before training; the two renamed
+// into place together),
+// the four test sentences, the attention picture, BLEU on the training
+// pairs, and the --json summary line.
+void finish_training(batched_seq2seq::BatchedTranslator& model, const text::PairSet& set,
+                     const text::BatchedData& data, const batched_seq2seq::TrainingReport& report,
+                     const TrainOutputs& outputs, std::ostream& out);
+
+// The translate command for any model: one sentence per line of `in`, one
+// translation per line of `out` (the K best with --nbest), warnings to `err`, and with a non-empty
+// attention_folder a picture per line (attention_<line>.svg) by `draw`.
+int translate_lines(batched_seq2seq::BatchedTranslator& model,
+                    const text::Vocabulary& source_vocabulary,
+                    const text::Vocabulary& target_vocabulary, int64_t num_steps,
+                    const translate_beam::BeamFlags& beam, const std::string& attention_folder,
+                    const DrawAttention& draw, std::istream& in, std::ostream& out,
+                    std::ostream& err);
+
+// What a checkpoint says about the data it was trained on.
+struct TrainedOn {
+  std::string recipe;
+  text::Vocabulary source_vocabulary;
+  text::Vocabulary target_vocabulary;
+  int64_t num_steps;
+  std::string data;
+  std::string direction;
+  int64_t num_examples;
+};
+
+// The eval command for any model: corpus BLEU-4 and d2l's sentence BLEU.
+int evaluate_checkpoint(batched_seq2seq::BatchedTranslator& model, const TrainedOn& trained,
+                        const BatchedEvalFlags& flags);
 
 }  // namespace attograd::translate_batched

@@ -9,7 +9,9 @@
 //   translate train --resume out/translate/checkpoint.safetensors --iters 100000
 //   echo "je suis fatigue ." | translate translate --attention out/maps
 //   translate eval                           # BLEU on the held-out split
+//   translate eval --beam 5                  # … decoded by beam search (beam_flags.hpp)
 //   translate train --recipe batched         # d2l's batched recipe (batched_recipe.hpp)
+//   translate train --recipe transformer     # d2l's Transformer (transformer_recipe.hpp)
 //
 // Every flag has a default (see --help). Bad input — a missing or empty data
 // file, a checkpoint that does not fit, an unknown flag — ends with a one-line
@@ -23,6 +25,7 @@
 
 #include "examples/common/cli.hpp"
 #include "examples/translate/batched_recipe.hpp"
+#include "examples/translate/transformer_recipe.hpp"
 #include "examples/translate/tutorial_recipe.hpp"
 
 using namespace attograd;
@@ -31,7 +34,7 @@ namespace {
 
 // The recipe decides which flags the commands take, so it is read before the
 // parser is built: the value after the last `--recipe` (or `--recipe=…`).
-// Anything but "tutorial" or "batched" is left to the parser's `choice` to
+// Anything but "tutorial", "batched" or "transformer" is left to the parser's `choice` to
 // reject with the usual message.
 std::string recipe_from_arguments(int argc, char** argv) {
   std::string recipe = "tutorial";
@@ -60,10 +63,12 @@ int main(int argc, char** argv) {
   // from argv beforehand because it decides which flags exist.
   std::string recipe = "tutorial";
   const bool batched = recipe_from_arguments(argc, argv) == "batched";
-  const std::vector<std::string> recipes = {"tutorial", "batched"};
+  const bool transformer = recipe_from_arguments(argc, argv) == "transformer";
+  const std::vector<std::string> recipes = {"tutorial", "batched", "transformer"};
   const std::string recipe_help =
       "tutorial: one pair at a time, the PyTorch tutorial (default); batched: d2l's padded "
-      "mini-batches with Bahdanau attention (English -> French). Each recipe has its own flags: "
+      "mini-batches with Bahdanau attention (English -> French); transformer: d2l's Transformer on "
+      "the same data. Each recipe has its own flags: "
       "`translate train --recipe batched --help` lists the batched ones";
   translate_batched::BatchedTrainFlags batched_train;
   translate_batched::BatchedTranslateFlags batched_translate;
@@ -79,7 +84,14 @@ int main(int argc, char** argv) {
   for (cli::Parser* command : {&train_parser, &translate_parser, &eval_parser}) {
     command->choice("recipe", recipe, recipes, recipe_help);
   }
-  if (batched) {
+  translate_transformer::TransformerTrainFlags transformer_train;
+  translate_transformer::TransformerTranslateFlags transformer_translate;
+  if (transformer) {
+    translate_transformer::declare_transformer_train_flags(train_parser, transformer_train);
+    translate_transformer::declare_transformer_translate_flags(translate_parser,
+                                                               transformer_translate);
+    translate_transformer::declare_transformer_eval_flags(eval_parser, batched_eval);
+  } else if (batched) {
     translate_batched::declare_batched_train_flags(train_parser, batched_train);
     translate_batched::declare_batched_translate_flags(translate_parser, batched_translate);
     translate_batched::declare_batched_eval_flags(eval_parser, batched_eval);
@@ -90,6 +102,16 @@ int main(int argc, char** argv) {
   }
 
   return cli::run_main(parser, argc, argv, [&] {
+    if (transformer) {
+      if (parser.command() == "train") {
+        return translate_transformer::run_transformer_train(transformer_train);
+      }
+      if (parser.command() == "translate") {
+        return translate_transformer::run_transformer_translate(transformer_translate, std::cin,
+                                                                std::cout, std::cerr);
+      }
+      return translate_transformer::run_transformer_eval(batched_eval);
+    }
     if (batched) {
       if (parser.command() == "train") return translate_batched::run_batched_train(batched_train);
       if (parser.command() == "translate") {

@@ -16,27 +16,21 @@
 
 namespace attograd {
 
-inline constexpr int64_t kMaxHidden = 4096;         // --hidden, --embed, hidden_size, embed_size
-inline constexpr int64_t kMaxLayers = 16;           // --layers, num_layers
+inline constexpr int64_t kMaxHidden = 4096;         // --hidden, --embed, --heads
+inline constexpr int64_t kMaxFfn = 4 * kMaxHidden;  // --ffn
+inline constexpr int64_t kMaxLayers = 16;           // --layers, --blocks
 inline constexpr int64_t kMaxBatch = 4096;          // --batch
-inline constexpr int64_t kMaxSteps = 512;           // --num-steps, num_steps, max_length
-inline constexpr int64_t kMaxVocabulary = 1 << 22;  // words of one vocabulary
+inline constexpr int64_t kMaxSteps = 512;           // --num-steps, --max-length, and checkpoints'
 
 // Refuses a size read from checkpoint `path` (metadata key `key`) outside
-// [low, high].
+// [low, high]: for the sizes no weight shape shows (num_steps, max_length);
+// the others are checked against the weights (checkpoint_sizes.hpp).
 inline void check_checkpoint_size(const std::string& path, const char* key, int64_t value,
                                   int64_t low, int64_t high) {
   check(low <= value && value <= high,
         "{}: the checkpoint's {} is {}, outside [{}, {}] (the file is damaged or was edited; "
         "retrain to get a checkpoint that fits)",
         nn::printable(path, 300), key, value, low, high);
-}
-
-// The same for a dropout probability, which must lie in [0, 1).
-inline void check_checkpoint_dropout(const std::string& path, double dropout) {
-  check(dropout >= 0 && dropout < 1,
-        "{}: the checkpoint's dropout is {}, outside [0, 1) (the file is damaged or was edited)",
-        nn::printable(path, 300), dropout);
 }
 
 }  // namespace attograd

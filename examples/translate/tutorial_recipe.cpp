@@ -13,11 +13,12 @@
 #include <vector>
 
 #include "examples/common/output_folder.hpp"
-#include "examples/common/svg_plot.hpp"
+#include "examples/translate/checkpoint_sizes.hpp"
 #include "examples/translate/size_limits.hpp"
 #include "models/seq2seq.hpp"
 #include "models/text/normalize.hpp"
 #include "models/translation/training.hpp"
+#include "plot/svg_plot.hpp"
 
 namespace attograd::translate_tutorial {
 
@@ -60,12 +61,14 @@ void declare_train_flags(cli::Parser& parser, TrainFlags& flags) {
             "update the embeddings densely (slower; the same numbers)")
       .flag("threads", flags.threads,
             "threads for the large matrix products (results do not depend on it)", cli::positive());
+  cli::declare_inspect_flags(parser, flags.inspect);
 }
 
 void declare_translate_flags(cli::Parser& parser, TranslateFlags& flags) {
   parser.flag("checkpoint", flags.checkpoint, "checkpoint written by train")
       .flag("attention", flags.attention,
             "folder for one attention heatmap per sentence (attention_<line>.svg)");
+  translate_beam::declare_beam_flags(parser, flags.beam);
 }
 
 void declare_eval_flags(cli::Parser& parser, EvalFlags& flags) {
@@ -74,19 +77,24 @@ void declare_eval_flags(cli::Parser& parser, EvalFlags& flags) {
       .flag("examples", flags.examples, "random examples to print", cli::non_negative())
       .flag("seed", flags.seed, "seed for picking the examples", cli::non_negative())
       .flag("json", flags.json, "print one JSON summary line on stdout");
+  translate_beam::declare_beam_flags(parser, flags.beam);
 }
 
 // ---------------------------------------------------------------- shared
 
 CheckpointInfo read_checked_checkpoint_info(const std::string& path) {
   CheckpointInfo info = read_checkpoint_info(path);
-  check_checkpoint_size(path, "hidden_size", info.model.hidden_size(), 1, kMaxHidden);
-  check_checkpoint_size(path, "max_length", info.model.max_length(), 2, kMaxSteps);
-  check_checkpoint_size(path, "source vocabulary size", info.source_vocabulary.size(), 1,
-                        kMaxVocabulary);
-  check_checkpoint_size(path, "target vocabulary size", info.target_vocabulary.size(), 1,
-                        kMaxVocabulary);
-  check_checkpoint_dropout(path, info.model.dropout());
+  // Every size that builds the model, against the weights it sizes.
+  const translate_checkpoint::CheckpointSizes sizes(path);
+  const Seq2SeqOptions& model = info.model;
+  sizes.require("source_vocabulary", model.source_vocabulary(), "encoder.embedding.weight", 0);
+  sizes.require("target_vocabulary", model.target_vocabulary(), "decoder.embedding.weight", 0);
+  sizes.require("hidden_size", model.hidden_size(), "encoder.embedding.weight", 1);
+  if (model.decoder() == DecoderKind::location) {
+    sizes.require("max_length", model.max_length(), "decoder.attn.weight", 0);
+  }
+  check_checkpoint_size(path, "max_length", model.max_length(), 2, kMaxSteps);
+  sizes.require_dropout(model.dropout());
   return info;
 }
 
@@ -174,9 +182,14 @@ int run_translate(const TranslateFlags& flags) {
       continue;
     }
     const SentenceTranslation translation =
-        translate_sentence(*model, info.source_vocabulary, info.target_vocabulary, *normalized);
+        translate_sentence(*model, info.source_vocabulary, info.target_vocabulary, *normalized,
+                           translate_beam::beam_options(flags.beam));
     unknown += warn_about_unread_words(translation, line_number, info.model.max_length());
-    std::cout << text::join_words(translation.output_words) << "\n" << std::flush;
+    if (flags.beam.nbest) {
+      translate_beam::print_nbest_lines(std::cout, line_number, translation.nbest);
+    } else {
+      std::cout << text::join_words(translation.output_words) << "\n" << std::flush;
+    }
     if (!flags.attention.empty()) {
       save_attention_map(fs::path(flags.attention) / fmt::format("attention_{}.svg", line_number),
                          translation, info.model.decoder(), info.model.max_length());
@@ -210,8 +223,8 @@ int run_eval(const EvalFlags& flags) {
     pairs = set.pairs;
     name = flags.data;
   }
-  const Evaluation evaluation =
-      evaluate(*model, info.source_vocabulary, info.target_vocabulary, pairs);
+  const Evaluation evaluation = evaluate(*model, info.source_vocabulary, info.target_vocabulary,
+                                         pairs, translate_beam::beam_options(flags.beam));
   std::ostream& out = flags.json ? std::cerr : std::cout;
   const text::BleuDetails& bleu = evaluation.bleu;
   out << fmt::format(
@@ -219,23 +232,28 @@ int run_eval(const EvalFlags& flags) {
       "{:.3f}, brevity penalty {:.3f}\n",
       bleu.score, name, pairs.size(), evaluation.examples.size(), bleu.precisions[0],
       bleu.precisions[1], bleu.precisions[2], bleu.precisions[3], bleu.brevity_penalty);
-  out << fmt::format("{} unknown source words mapped to <unk>, {} cut off beyond {} words\n\n",
+  out << fmt::format("{} unknown source words mapped to <unk>, {} cut off beyond {} words\n",
                      evaluation.unknown_words, evaluation.dropped_words,
                      info.model.max_length() - 1);
+  out << "decoding: " << translate_beam::describe(flags.beam) << "\n\n";
   Generator random(static_cast<uint64_t>(flags.seed));
   for (int64_t i = 0; i < flags.examples && !evaluation.examples.empty(); ++i) {
     const EvaluationExample& example =
         evaluation.examples[random.below(evaluation.examples.size())];
     out << "> " << example.source << "\n";
     for (const std::string& reference : example.references) out << "= " << reference << "\n";
-    out << "< " << example.output << "\n\n";
+    out << "< " << example.output << "\n";
+    if (flags.beam.nbest) translate_beam::print_nbest_block(out, example.nbest);
+    out << "\n";
   }
   if (flags.json) {
     const nlohmann::json summary = {{"bleu", bleu.score},
                                     {"pairs", pairs.size()},
                                     {"sentences", evaluation.examples.size()},
                                     {"unknown_words", evaluation.unknown_words},
-                                    {"dropped_words", evaluation.dropped_words}};
+                                    {"dropped_words", evaluation.dropped_words},
+                                    {"beam", flags.beam.beam},
+                                    {"length_penalty", flags.beam.length_penalty}};
     std::cout << summary.dump() << std::endl;
   }
   return 0;

@@ -18,6 +18,8 @@
 #include <string>
 
 #include "examples/common/cli.hpp"
+#include "examples/common/inspect_tools.hpp"
+#include "examples/translate/beam_flags.hpp"
 #include "models/translation/corpus.hpp"
 #include "models/translation/training.hpp"
 
@@ -47,11 +49,13 @@ struct TrainFlags {
   bool json = false;
   bool dense_embeddings = false;
   int threads = 1;
+  cli::InspectFlags inspect;  // --dot, --detect-anomaly, --profile
 };
 
 struct TranslateFlags {
   std::string checkpoint = std::string("out/translate/") + kCheckpointName;
   std::string attention;
+  translate_beam::BeamFlags beam;
 };
 
 struct EvalFlags {
@@ -60,6 +64,7 @@ struct EvalFlags {
   int64_t examples = 10;
   int64_t seed = 1;
   bool json = false;
+  translate_beam::BeamFlags beam;
 };
 
 // Bind the flags of each command to `parser` (a command's parser).
@@ -74,9 +79,11 @@ void declare_eval_flags(cli::Parser& parser, EvalFlags& flags);
 // status: 0, or 130 when interrupted (after saving).
 int run_train(const TrainFlags& flags);
 // translate: one sentence per line of stdin, one translation per line of
-// stdout; warnings about unknown or cut-off words go to stderr.
+// stdout (with --nbest, the K best, one a line: beam_flags.hpp); warnings
+// about unknown or cut-off words go to stderr.
 int run_translate(const TranslateFlags& flags);
-// eval: corpus BLEU-4 of a checkpoint and a few example translations.
+// eval: corpus BLEU-4 of a checkpoint and a few example translations,
+// greedy or with --beam K.
 int run_eval(const EvalFlags& flags);
 
 // ---------------------------------------------------------------- shared by the commands

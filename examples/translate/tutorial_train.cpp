@@ -20,12 +20,12 @@
 
 #include "examples/common/divergence.hpp"
 #include "examples/common/output_folder.hpp"
-#include "examples/common/svg_plot.hpp"
 #include "examples/translate/tutorial_recipe.hpp"
 #include "models/seq2seq.hpp"
 #include "models/text/normalize.hpp"
 #include "models/translation/corpus.hpp"
 #include "models/translation/training.hpp"
+#include "plot/svg_plot.hpp"
 #include "tensor/error.hpp"
 #include "tensor/parallel.hpp"
 
@@ -367,7 +367,11 @@ int run_train(const TrainFlags& flags) {
                      model.parameter_count(), to_string(options.decoder()), options.hidden_size(),
                      training.iterations());
   out << std::flush;
+  // One iteration's graph is drawn with each module (encoder, decoder) as a box.
+  cli::InspectSession inspect(flags.inspect,
+                              DotOptions().names(model.named_parameters()).collapse_depth(1));
   const Session session = train_session(trainer, flags.checkpoint_every, save, files, out);
+  inspect.finish(out);
   save();
   if (!session.finished) {
     out << fmt::format("Interrupted at iteration {}; saved {} — continue with --resume {}\n",

@@ -105,6 +105,7 @@ Translation Seq2Seq::translate(const std::vector<int64_t>& source, int64_t max_s
     ++result.steps;
     hidden = step.hidden;
     input = argmax(step.log_probs, 1)[0];
+    result.log_probability += static_cast<double>(step.log_probs.at({0, input}));
     if (input == kEos) {
       result.reached_eos = true;
       break;

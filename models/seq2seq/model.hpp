@@ -72,13 +72,17 @@ struct Seq2SeqOptions {
   DecoderKind decoder_ = DecoderKind::location;
 };
 
-// A greedy translation: the words chosen, and the attention of every step.
+// A translation: the words chosen, and the attention of every step (greedy
+// decoding's, or the best of beam search's: models/seq2seq/beam_decoder.hpp).
 struct Translation {
   std::vector<int64_t> words;  // the output ids, EOS not included
   bool reached_eos = false;    // false when it stopped at L steps without EOS
   // One row of L weights per decoder step (the EOS step included), row-major.
   std::vector<double> attention;
   int64_t steps = 0;  // rows of `attention`
+  // Σ log p of the chosen words over the `steps` steps (EOS included when
+  // reached): the score beam search ranks by, before its length penalty.
+  double log_probability = 0;
 };
 
 // The sum of a pair's NLL terms, and how many target words it was

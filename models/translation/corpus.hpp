@@ -1,5 +1,6 @@
 // models/translation/corpus.hpp — the tutorial's sentence pairs made ready
-// for Seq2Seq, and greedy translation and BLEU on top of a trained model.
+// for Seq2Seq, and translation (greedy or beam search) and BLEU on top of a
+// trained model.
 //
 // The data recipe of the PyTorch seq2seq tutorial, in one call:
 //
@@ -24,6 +25,7 @@
 #include "models/text/bleu.hpp"
 #include "models/text/pairs.hpp"
 #include "models/text/vocabulary.hpp"
+#include "models/translation/beam_search.hpp"
 
 namespace attograd::seq2seq {
 
@@ -110,22 +112,27 @@ struct SentenceTranslation {
   std::vector<std::string> output_words;   // the translation (EOS not included)
   std::vector<std::string> unknown_words;  // source words that became <unk>
   int64_t dropped_words = 0;               // words beyond MAX_LENGTH − 1 that were cut off
-  Translation decoded;                     // ids and attention rows (decoded.steps × L)
+  Translation decoded;                     // the best: ids and attention rows (decoded.steps × L)
+  // The K best translations with their scores, best first (greedy: the one).
+  std::vector<decoding::ScoredWords> nbest;
 };
 
-// Greedy translation of a normalised sentence: encode (unknown words ->
-// <unk>), keep the first L − 1 words so that the sentence and its EOS fit
-// the encoder, decode, and turn the ids back into words. An empty sentence is
-// just EOS.
+// Translation of a normalised sentence: encode (unknown words -> <unk>), keep
+// the first L − 1 words so that the sentence and its EOS fit the encoder,
+// decode — greedily (Seq2Seq::translate) when the beam size is 1, else by
+// beam search (beam_translate) — and turn the ids back into words. An empty
+// sentence is just EOS.
 SentenceTranslation translate_sentence(Seq2Seq& model, const text::Vocabulary& source_vocabulary,
                                        const text::Vocabulary& target_vocabulary,
-                                       std::string_view normalized_sentence);
+                                       std::string_view normalized_sentence,
+                                       const decoding::BeamSearchOptions& beam = {});
 
 // One source sentence of an evaluation set with all its references.
 struct EvaluationExample {
   std::string source;
   std::vector<std::string> references;
   std::string output;
+  std::vector<decoding::ScoredWords> nbest;  // the K best, best first (output is the first)
 };
 
 struct Evaluation {
@@ -135,11 +142,13 @@ struct Evaluation {
   int64_t dropped_words = 0;                // source words cut off at MAX_LENGTH − 1
 };
 
-// Translates every distinct source sentence of `pairs` greedily and scores
-// the outputs with corpus BLEU-4, each against all the targets its source
-// has in `pairs` (the split keeps a source's translations together).
+// Translates every distinct source sentence of `pairs` (greedily, or by beam
+// search when beam.beam_size() > 1) and scores the outputs with corpus
+// BLEU-4, each against all the targets its source has in `pairs` (the split
+// keeps a source's translations together).
 Evaluation evaluate(Seq2Seq& model, const text::Vocabulary& source_vocabulary,
                     const text::Vocabulary& target_vocabulary,
-                    const std::vector<text::SentencePair>& pairs);
+                    const std::vector<text::SentencePair>& pairs,
+                    const decoding::BeamSearchOptions& beam = {});
 
 }  // namespace attograd::seq2seq

@@ -1,9 +1,10 @@
 // tests/architecture/layering.hpp — the layering rule of STYLE.md, as a checker.
 //
 // The layers, lowest first: tensor/ (0) <- autograd/ (1) <- nn/ (2) <- models/ (3)
-// <- examples/ (4). A file may use its own layer and lower ones, never a higher
-// one; a subfolder belongs to its top folder (autograd/fast/x.hpp is autograd).
-// Files outside the five folders (attograd.hpp, tests/, bench/) are not checked.
+// <- plot/ (4) <- examples/ (5). A file may use its own layer and lower ones,
+// never a higher one; a subfolder belongs to its top folder (autograd/fast/x.hpp
+// is autograd). Files outside the six folders (attograd.hpp, tests/, bench/) are
+// not checked.
 //
 // "Use" is checked three ways, each with file and line:
 //   a. includes — `#include "nn/module.hpp"` in autograd/ (also "../nn/…");
@@ -35,8 +36,8 @@
 
 namespace attograd::architecture {
 
-inline constexpr std::array<std::string_view, 5> kLayers = {"tensor", "autograd", "nn", "models",
-                                                            "examples"};
+inline constexpr std::array<std::string_view, 6> kLayers = {"tensor", "autograd", "nn",
+                                                            "models", "plot",     "examples"};
 
 // One source file: its path relative to the repository root ("nn/optim.hpp")
 // and its whole text.
@@ -55,7 +56,7 @@ struct Violation {
 // "tensor/tensor.hpp:42: names 'Node', declared in autograd/ …"
 std::string to_string(const Violation& violation);
 
-// The layer of a repository-relative path: 0 for "tensor/…" up to 4 for
+// The layer of a repository-relative path: 0 for "tensor/…" up to 5 for
 // "examples/…"; -1 for anything else ("attograd.hpp", "tests/…").
 int layer_of(std::string_view path);
 
@@ -78,7 +79,7 @@ struct LayerMap {
 LayerMap learn_layers(const std::vector<SourceFile>& files);
 
 // Every upward use in `files`, sorted by file, then line. Files outside the
-// five layers are read by nothing and checked by nothing.
+// six layers are read by nothing and checked by nothing.
 std::vector<Violation> find_layering_violations(const std::vector<SourceFile>& files);
 
 }  // namespace attograd::architecture

@@ -29,7 +29,7 @@ using attograd::architecture::Violation;
 
 namespace {
 
-// Every .hpp and .cpp under the five layer folders of the real tree, with
+// Every .hpp and .cpp under the six layer folders of the real tree, with
 // paths relative to the repository root ("autograd/fast/fast.hpp").
 std::vector<SourceFile> load_source_tree() {
   const fs::path root = ATTOGRAD_SOURCE_DIR;
@@ -318,7 +318,8 @@ TEST_CASE("subfolders belong to their top folder, and other folders are not chec
   REQUIRE(layer_of("autograd/fast/x.hpp") == 1);
   REQUIRE(layer_of("nn/optim.cpp") == 2);
   REQUIRE(layer_of("models/text/vocabulary.cpp") == 3);
-  REQUIRE(layer_of("examples/common/cli.hpp") == 4);
+  REQUIRE(layer_of("plot/svg_plot.hpp") == 4);
+  REQUIRE(layer_of("examples/common/cli.hpp") == 5);
   REQUIRE(layer_of("attograd.hpp") == -1);
   REQUIRE(layer_of("tests/nn/test_optim.cpp") == -1);
   REQUIRE(layer_of("bench/bench_seq2seq.cpp") == -1);
@@ -331,6 +332,7 @@ TEST_CASE("subfolders belong to their top folder, and other folders are not chec
        "#include \"models/text/vocabulary.hpp\"\n"
        "text::Vocabulary* vocabulary;\n"},
       {"models/text/batching.cpp", "attograd::cli::Flags flags;\n"},
+      {"plot/svg_line_plot.cpp", "#include \"examples/common/cli.hpp\"\n"},
       // Outside the rule: may use anything, and are not read for names.
       {"attograd.hpp", "#include \"examples/common/cli.hpp\"\nstruct Tensor {};\n"},
       {"tests/models/test_text.cpp", "#include \"examples/common/cli.hpp\"\ncli::Flags flags;\n"},
@@ -345,6 +347,8 @@ TEST_CASE("subfolders belong to their top folder, and other folders are not chec
               "models/text/batching.cpp:1: names 'attograd::cli::Flags', declared in examples/ "
               "(examples/common/cli.hpp); models/ may use only tensor/, autograd/, nn/ and "
               "models/",
+              "plot/svg_line_plot.cpp:1: includes \"examples/common/cli.hpp\", in examples/; "
+              "plot/ may use only tensor/, autograd/, nn/, models/ and plot/",
           });
 }
 

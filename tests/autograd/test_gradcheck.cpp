@@ -456,6 +456,35 @@ std::vector<GradcheckRow> gradcheck_table() {
                    {any_values({1, 9}), any_values({17, 9}), any_values({17})}},
                   "affine"});
 
+  // ---- Layer normalisation (autograd/ops_norm.hpp) --------------------------------------
+  // The output is multiplied by random weights x[3] so the gradient of x is
+  // not the zero that Σ_j x̂_j = 0 would give for a plain sum.
+  for (const bool fused : {true, false}) {
+    const std::string op = fused ? "layer_norm" : "layer_norm_composed";
+    rows.push_back(
+        {op + ": gain and bias over the last axis",
+         [fused](const Inputs& x) {
+           const Shape last{x[0].shape()[x[0].dim() - 1]};
+           return (fused ? layer_norm(x[0], last, x[1], x[2])
+                         : layer_norm_composed(x[0], last, x[1], x[2])) *
+                  x[3];
+         },
+         {{any_values({3, 7}), any_values({7}), any_values({7}), any_values({3, 7})},
+          {any_values({2, 2, 8}), any_values({8}), any_values({8}), any_values({2, 2, 8})},
+          {any_values({9}), any_values({9}), any_values({9}), any_values({9})},
+          {any_values({5, 2}), any_values({2}), any_values({2}), any_values({5, 2})}},
+         "smooth: σ² + ε ≥ 1e-5 stays away from √'s kink at 0"});
+    rows.push_back({op + ": two normalised axes, no gain or bias",
+                    [fused](const Inputs& x) {
+                      return (fused ? layer_norm(x[0], {3, 4}, Tensor(), Tensor())
+                                    : layer_norm_composed(x[0], {3, 4}, Tensor(), Tensor())) *
+                             x[1];
+                    },
+                    {{any_values({2, 3, 4}), any_values({2, 3, 4})},
+                     {any_values({1, 3, 4}), any_values({1, 3, 4})}},
+                    "smooth"});
+  }
+
   // ---- Lookup, masked softmax, losses ----------------------------------------------------
   rows.push_back(
       {"embedding: ids repeated, a padding row",

@@ -10,30 +10,13 @@
 #include <string>
 
 #include "attograd.hpp"
+#include "tests/support/micrograd.hpp"
 
 using namespace attograd;
+using attograd::testing::Micrograd;
+using attograd::testing::micrograd_expression;
 
 namespace {
-
-struct Micrograd {
-  Tensor a, b, g;
-};
-
-Micrograd micrograd_expression() {
-  Tensor a = requires_grad_(scalar(-4.0));
-  Tensor b = requires_grad_(scalar(2.0));
-  Tensor c = a + b;
-  Tensor d = a * b + pow(b, 3);
-  c = c + (c + 1.0);
-  c = c + (1.0 + c + (-a));
-  d = d + (d * 2.0 + relu(b + a));
-  d = d + (3.0 * d + relu(b - a));
-  Tensor e = c - d;
-  Tensor f = pow(e, 2);
-  Tensor g = f / 2.0;
-  g = g + 10.0 / f;
-  return {a, b, g};
-}
 
 std::string four_decimals(real value) { return fmt::format("{:.4f}", value); }
 

@@ -10,7 +10,9 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -52,25 +54,9 @@ std::vector<std::string> tutorial_train(const fs::path& data, const fs::path& ou
 }
 
 std::vector<std::string> batched_train(const fs::path& out, const std::string& lr) {
-  return {"train",
-          "--recipe",
-          "batched",
-          "--data",
-          kShippedData.string(),
-          "--out",
-          out.string(),
-          "--num-examples",
-          "64",
-          "--epochs",
-          "3",
-          "--embed",
-          "8",
-          "--hidden",
-          "8",
-          "--print-every",
-          "1",
-          "--lr",
-          lr};
+  std::vector<std::string> arguments = quick_batched_train(out, 3);
+  arguments.back() = lr;  // --lr
+  return arguments;
 }
 
 // Every file name in `folder`, to see that nothing was added or left behind.
@@ -189,8 +175,11 @@ TEST_CASE("Sizes from flags and checkpoints are bounded before anything is alloc
   const Run refused = run({"translate", "--recipe", "batched", "--checkpoint", edited.string()},
                           scratch.path, "i'm home .\n");
   require_one_line_error(refused);
-  CHECK_THAT(refused.err, Contains(edited.string() + ": the checkpoint's hidden_size is "
-                                                     "4611686018427387904, outside [1, 4096]"));
+  CHECK_THAT(refused.err,
+             Contains("error: '" + edited.string() +
+                      "': the metadata says hidden_size 4611686018427387904 but its weight "
+                      "encoder.rnn.weight_hh_l0 has shape (24,8), size 8 on axis 1; the file was "
+                      "edited or damaged"));
   CHECK(refused.out.empty());
 
   // The same checkpoint with a NaN weight.
@@ -201,6 +190,85 @@ TEST_CASE("Sizes from flags and checkpoints are bounded before anything is alloc
                       scratch.path, "i'm home .\n");
   require_one_line_error(nan);
   CHECK_THAT(nan.err, Contains("holds nan at flat index 0"));
+}
+
+namespace {
+
+// `checkpoint` with its metadata changed by `edit`, written to `edited`; then
+// `translate translate` on it must fail with one line holding `expected`.
+void check_refused(const fs::path& folder, const std::string& recipe, const fs::path& checkpoint,
+                   const std::function<void(attograd::nn::Metadata&)>& edit,
+                   const std::string& expected) {
+  attograd::nn::TensorFile file = attograd::nn::read_safetensors(checkpoint);
+  edit(file.metadata);
+  const fs::path edited = folder / "edited.safetensors";
+  attograd::nn::write_safetensors(edited, file);
+  const Run refused = run({"translate", "--recipe", recipe, "--checkpoint", edited.string()},
+                          folder, "i'm home .\n");
+  require_one_line_error(refused);
+  CHECK_THAT(refused.err,
+             Contains("error: '" + edited.string() + "': the metadata says " + expected) &&
+                 Contains("; the file was edited or damaged: retrain, or restore the "
+                          "file"));
+  CHECK(refused.out.empty());
+}
+
+}  // namespace
+
+TEST_CASE("Every recipe checks its checkpoint's sizes against the weights in the file",
+          "[translate][cli][hostile]") {
+  if constexpr (!kFloatBuild) return;
+  TemporaryFolder scratch;
+  const fs::path out = scratch.path / "out";
+  const fs::path checkpoint = out / "checkpoint.safetensors";
+
+  SECTION("tutorial") {
+    const fs::path data = tutorial_data(scratch.path, 30);
+    REQUIRE(run(tutorial_train(data, out, "0.05"), scratch.path).status == 0);
+    const auto model_entry = [](const std::string& key, const nlohmann::json& value) {
+      return [key, value](attograd::nn::Metadata& metadata) {
+        nlohmann::json model = nlohmann::json::parse(metadata.at("seq2seq.model"));
+        model[key] = value;
+        metadata["seq2seq.model"] = model.dump();
+      };
+    };
+    check_refused(scratch.path, "tutorial", checkpoint, model_entry("hidden_size", 100000),
+                  "hidden_size 100000 but its weight encoder.embedding.weight has shape");
+    check_refused(scratch.path, "tutorial", checkpoint, model_entry("max_length", 100000),
+                  "max_length 100000 but its weight decoder.attn.weight has shape (10,16), size "
+                  "10 on axis 0");
+    check_refused(scratch.path, "tutorial", checkpoint, model_entry("dropout", 1.5),
+                  "dropout 1.5, outside [0, 1)");
+  }
+  SECTION("batched") {
+    REQUIRE(run(batched_train(out, "0.02"), scratch.path).status == 0);
+    const auto entry = [](const std::string& key, const std::string& value) {
+      return [key, value](attograd::nn::Metadata& metadata) { metadata[key] = value; };
+    };
+    check_refused(
+        scratch.path, "batched", checkpoint, entry("num_layers", "1000000"),
+        "num_layers 1000000 but the file holds weights for 2 (encoder.rnn.weight_ih_l<k>)");
+    check_refused(scratch.path, "batched", checkpoint, entry("embed_size", "100000"),
+                  "embed_size 100000 but its weight encoder.embedding.weight has shape");
+    check_refused(scratch.path, "batched", checkpoint, entry("dropout", "-0.5"),
+                  "dropout -0.5, outside [0, 1)");
+  }
+  SECTION("transformer") {
+    REQUIRE(run(quick_transformer_train(out, 2), scratch.path).status == 0);
+    const auto entry = [](const std::string& key, const std::string& value) {
+      return [key, value](attograd::nn::Metadata& metadata) { metadata[key] = value; };
+    };
+    check_refused(scratch.path, "transformer", checkpoint, entry("num_hiddens", "100000"),
+                  "num_hiddens 100000 but its weight encoder.embedding.weight has shape");
+    check_refused(scratch.path, "transformer", checkpoint, entry("ffn_num_hiddens", "100000"),
+                  "ffn_num_hiddens 100000 but its weight encoder.blks.block0.ffn.dense1.weight");
+    check_refused(scratch.path, "transformer", checkpoint, entry("num_blocks", "1000"),
+                  "num_blocks 1000 but the file holds weights for 2");
+    check_refused(scratch.path, "transformer", checkpoint, entry("dropout", "1"),
+                  "dropout 1, outside [0, 1)");
+    check_refused(scratch.path, "transformer", checkpoint, entry("num_heads", "3"),
+                  "num_heads 3, which does not divide num_hiddens 8");
+  }
 }
 
 TEST_CASE("The next writer removes temporaries whose writer process has ended", "[cli][hostile]") {

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "examples/common/svg_plot.hpp"
+#include "plot/svg_plot.hpp"
 #include "tensor/error.hpp"
 #include "tests/support/svg.hpp"
 

@@ -24,10 +24,12 @@
 #include "models/text/pairs.hpp"
 #include "tensor/factory.hpp"
 #include "tensor/parallel.hpp"
+#include "tests/support/tensor_checks.hpp"
 
 using namespace attograd;
 using namespace attograd::batched_seq2seq;
 using Catch::Matchers::Contains;
+using testing::max_difference;
 
 namespace {
 
@@ -35,27 +37,11 @@ const double kClose = std::is_same_v<real, double> ? 1e-12 : 2e-5;
 
 // Sentences (their ids, <eos> included) padded with <pad> to T ids.
 text::PaddedArray padded(const std::vector<std::vector<int64_t>>& sentences, int64_t T) {
-  text::PaddedArray array;
-  array.rows = static_cast<int64_t>(sentences.size());
-  array.num_steps = T;
-  for (const std::vector<int64_t>& ids : sentences) {
-    const std::vector<int64_t> row = text::truncate_pad(ids, T, kPad);
-    array.ids.insert(array.ids.end(), row.begin(), row.end());
-    array.valid_lengths.push_back(std::min<int64_t>(static_cast<int64_t>(ids.size()), T));
-  }
-  return array;
+  return testing::padded(sentences, T, kPad);
 }
 
 BatchedSeq2SeqOptions small_options() {
   return BatchedSeq2SeqOptions(12, 15).embed_size(4).hidden_size(6).num_layers(2).dropout(0);
-}
-
-double max_difference(const Tensor& a, const Tensor& b) {
-  const std::vector<real> x = a.to_vector(), y = b.to_vector();
-  REQUIRE(x.size() == y.size());
-  double worst = 0;
-  for (size_t i = 0; i < x.size(); ++i) worst = std::max(worst, std::abs(double(x[i]) - y[i]));
-  return worst;
 }
 
 double max_abs(const Tensor& t) {

@@ -1,4 +1,4 @@
-// tests/support/picture.hpp — an SVG written by examples/common/svg_plot,
+// tests/support/picture.hpp — an SVG written by plot/svg_plot,
 // parsed (tests/support/svg.hpp) and summed up as the translate CLI tests
 // check it: whether it is well-formed XML, its heatmap cells, polyline
 // points, colour bar and texts.

@@ -1,4 +1,4 @@
-// tests/support/svg.hpp — an SVG written by examples/common/svg_plot, parsed
+// tests/support/svg.hpp — an SVG written by plot/svg_plot, parsed
 // with expat (a real XML parser) into its elements in document order: each
 // with its tag, attributes, text and enclosing <g> classes. The SVG tests ask
 // it for what they check; tests/support/picture.hpp sums it up for the CLI

@@ -1,0 +1,43 @@
+// autograd/inspect/hooks.cpp — the engine's hooks, passed on to the tools
+// that are on.
+#include "autograd/inspect/hooks.hpp"
+
+namespace attograd::detail {
+
+std::atomic<unsigned> inspect_bits{0};
+
+// In anomaly.cpp and profiler.cpp.
+void anomaly_on_record(const Node& node, const Tensor& output);
+void anomaly_on_backward(const Node& node, const Tensor& grad_output, const Gradients& grads,
+                         const GraphOrder& graph);
+void profiler_on_forward(const char* name, InspectClock::time_point now);
+void profiler_on_backward(const char* name, InspectClock::time_point started,
+                          InspectClock::time_point now);
+void profiler_mark(InspectClock::time_point now);
+void dot_capture_backward(const Tensor& root);
+
+void on_record(const Node& node, const Tensor& output) {
+  const unsigned bits = inspect_bits.load(std::memory_order_relaxed);
+  // Timed before the check, so the check's own time is not the op's.
+  if (bits & kProfilerBit) profiler_on_forward(node.name, InspectClock::now());
+  if (bits & kAnomalyBit) anomaly_on_record(node, output);
+}
+
+void on_backward_start(const Tensor& root) {
+  if (inspect_bits.load(std::memory_order_relaxed) & kDotCaptureBit) dot_capture_backward(root);
+}
+
+void on_backward(const Node& node, const Tensor& grad_output, const Gradients& input_grads,
+                 InspectClock::time_point started, const GraphOrder& graph) {
+  const unsigned bits = inspect_bits.load(std::memory_order_relaxed);
+  if (bits & kProfilerBit) profiler_on_backward(node.name, started, InspectClock::now());
+  if (bits & kAnomalyBit) anomaly_on_backward(node, grad_output, input_grads, graph);
+}
+
+void on_backward_end() {
+  if (inspect_bits.load(std::memory_order_relaxed) & kProfilerBit) {
+    profiler_mark(InspectClock::now());
+  }
+}
+
+}  // namespace attograd::detail

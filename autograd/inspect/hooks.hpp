@@ -1,0 +1,42 @@
+// autograd/inspect/hooks.hpp — where the engine lets the inspection tools in
+// (used by autograd/engine.cpp; not public API).
+//
+// DetectAnomaly and Profiler (autograd/inspect/) see every op the engine
+// records and every backward closure it runs; DotCapture sees the root of
+// each backward() before the pass frees its graph. The engine asks one question
+// before each: is any tool on? That is one relaxed load of one atomic word,
+// so with every tool off (the default) recording and backward pay a load and
+// a branch per op and nothing else.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+
+#include "autograd/gradient.hpp"
+#include "autograd/graph_order.hpp"
+#include "autograd/node.hpp"
+#include "tensor/tensor.hpp"
+
+namespace attograd::detail {
+
+// One bit per tool that is on (any number of guards of that tool are alive).
+enum InspectBit : unsigned { kAnomalyBit = 1u, kProfilerBit = 2u, kDotCaptureBit = 4u };
+extern std::atomic<unsigned> inspect_bits;
+
+inline bool inspecting() { return inspect_bits.load(std::memory_order_relaxed) != 0; }
+
+using InspectClock = std::chrono::steady_clock;
+
+// After record() has attached `node` to `output` (forward).
+void on_record(const Node& node, const Tensor& output);
+// When backward(root) starts, before it walks the graph.
+void on_backward_start(const Tensor& root);
+// After `node`'s closure, started at `started`, turned `grad_output` into
+// `input_grads` (backward); `graph` is the pass the node belongs to.
+void on_backward(const Node& node, const Tensor& grad_output, const Gradients& input_grads,
+                 InspectClock::time_point started, const GraphOrder& graph);
+// When backward() returns: what runs next (an optimizer step, the next
+// forward pass) is not part of the last closure.
+void on_backward_end();
+
+}  // namespace attograd::detail

@@ -1,0 +1,241 @@
+// tensor/kernels_simd.hpp — the helpers every xsimd kernel is written with.
+//
+// Each SIMD loop works on W lanes at a time (W = 16 floats with AVX-512, 8
+// with AVX2, …, fixed when the library is compiled) and finishes the last
+// n % W elements with the same batch code, on the full batch that ends at n
+// (or on a padded copy when n < W; "Ragged tails" below), so the tail needs no
+// second scalar implementation. The kernel files include this header and
+// nothing else of xsimd's:
+//
+//   kernels_elementwise.cpp  unary, pow, binary, exp_nonpositive, accumulate
+//   kernels_reductions.cpp   sum_axis, column_dots, max_axis
+//   kernels_softmax.cpp      softmax and log_softmax, forward and backward
+//   kernels_matmul.cpp       matmul (NN, NT, TN), add_scaled_product_tn, bmm
+//   kernels_matvec.cpp       products with one row: matvec_nt, vecmat
+//   kernels_gru.cpp          the fused GRU gates
+//
+// each with its scalar specification (`kernels::scalar::`) at the top and a
+// forwarding line per kernel for builds without SIMD at the end.
+//
+// Two pitfalls of xsimd 8.1 on AVX-512 live here, each beside its helper:
+// `fma` is not fused there (simd::fma below), and the 16-float `haddp` mixes
+// up rows (horizontal_sums below).
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+#include "tensor/shape.hpp"
+#include "tensor/xsimd.hpp"
+
+namespace attograd::kernels::simd {
+
+// x · y + z rounded once, on every instruction set. xsimd 8.1's fma has
+// fused versions for SSE and AVX (FMA3) but none for AVX-512, where it falls
+// back to x * y + z: two roundings, unless the compiler happens to contract
+// them (it did at -O3, not in the -O2 sanitizer build). The kernels rely on a
+// single rounding — exp_nonpositive's range reduction, and bmm and the
+// weight-gradient kernels adding exactly what matmul adds — so on AVX-512
+// this calls the fused instruction itself.
+template <typename T, typename A>
+xsimd::batch<T, A> fma(const xsimd::batch<T, A>& x, const xsimd::batch<T, A>& y,
+                       const xsimd::batch<T, A>& z) {
+#if defined(__AVX512F__)
+  if constexpr (std::is_base_of_v<xsimd::avx512f, A>) {
+    if constexpr (std::is_same_v<T, float>) {
+      return _mm512_fmadd_ps(x, y, z);
+    } else {
+      return _mm512_fmadd_pd(x, y, z);
+    }
+  } else {
+    return xsimd::fma(x, y, z);
+  }
+#else
+  return xsimd::fma(x, y, z);
+#endif
+}
+
+#if ATTOGRAD_USE_SIMD
+
+using Batch = xsimd::batch<real>;
+inline constexpr int64_t W = static_cast<int64_t>(Batch::size);
+
+inline Batch load(const real* p) { return Batch::load_unaligned(p); }
+
+inline Batch sigmoid(Batch x) { return Batch(real(1)) / (Batch(real(1)) + xsimd::exp(-x)); }
+
+// ---- Ragged tails ---------------------------------------------------------
+// The last n % W values of a row fill only part of a batch. Rows are often
+// short (attention over 49 keys is 6 batches and 1 value), so the tail is a
+// large share of the work and must cost no more than a full batch. Measured
+// on Zen 1, per row of 49 floats, for out = a ⊙ b: the 6 full batches take
+// 9 ns; the tail adds 20 ns through a stack buffer (the vector load of values
+// just stored one by one stalls on store forwarding), 13 ns with AVX2 masked
+// moves (vmaskmov is microcoded there) and 1 ns as one more full batch that
+// overlaps the last one. So when the row holds at least W values the tail is
+// read as the full batch [n − W, n):
+//   - elementwise loops (map) compute that batch before the main loop and
+//     store it after it, which rewrites the overlapped lanes with the same
+//     values and stays right when out is one of the inputs;
+//   - reductions (sum, dot, maximum) replace the overlapped lanes by a neutral
+//     value (tail_batch below).
+// Rows shorter than W go through the buffer.
+
+// The `count` (< W) values at p in the first lanes of a batch, the others `pad`.
+inline Batch load_partial(const real* p, int64_t count, real pad) {
+  alignas(64) std::array<real, W> buffer;
+  for (int64_t i = 0; i < W; ++i) buffer[i] = i < count ? p[i] : pad;
+  return Batch::load_aligned(buffer.data());
+}
+
+// Writes the first `count` (< W) lanes of value to p, and nothing after them.
+inline void store_partial(real* p, Batch value, int64_t count) {
+  alignas(64) std::array<real, W> buffer;
+  value.store_aligned(buffer.data());
+  for (int64_t i = 0; i < W; ++i) {
+    if (i < count) p[i] = buffer[i];
+  }
+}
+
+// The lanes of the batch [n − W, n) that the full batches before it did not
+// cover: the last n % W (n ≥ W, n % W ≠ 0).
+// (The lane numbers are a constant array, not a static Batch, so that each
+// call is one load and one compare, with no check that a static is set up.)
+inline constexpr auto kLaneIndex = [] {
+  std::array<real, W> index{};
+  for (int64_t i = 0; i < W; ++i) index[i] = real(i);
+  return index;
+}();
+
+inline xsimd::batch_bool<real> tail_lanes(int64_t n) {
+  return load(kLaneIndex.data()) >= Batch(real(W - n % W));
+}
+
+// The last n % W values of the row [row, row + n) (n % W ≠ 0) in one batch,
+// every other lane `pad`: the overlapping batch at n − W with the lanes the
+// full batches already covered masked, or, for a row shorter than W, the row
+// itself in the first lanes. Either way a function of n alone, so every
+// kernel that sums a row through it (dot, nt_rows) sums it in the same order.
+[[gnu::always_inline]] inline Batch tail_batch(const real* row, int64_t n, real pad) {
+  if (n < W) return load_partial(row, n, pad);
+  return xsimd::select(tail_lanes(n), load(row + n - W), Batch(pad));
+}
+
+// out[i] = f(a[i], b[i], c[i]) over n elements; absent inputs are nullptr.
+// Tail lanes of a short row are padded with 1 so that log/division stay
+// finite in lanes that are thrown away.
+template <typename F>
+void map(real* out, int64_t n, F&& f, const real* a, const real* b = nullptr,
+         const real* c = nullptr) {
+  auto at = [](const real* p, int64_t i) { return p ? load(p + i) : Batch(real(0)); };
+  if (n < W) {
+    if (n == 0) return;
+    auto partial = [&](const real* p) { return p ? load_partial(p, n, 1) : Batch(real(0)); };
+    store_partial(out, f(partial(a), partial(b), partial(c)), n);
+    return;
+  }
+  const Batch last = f(at(a, n - W), at(b, n - W), at(c, n - W));  // before out is written
+  for (int64_t i = 0; i + W <= n; i += W) f(at(a, i), at(b, i), at(c, i)).store_unaligned(out + i);
+  last.store_unaligned(out + n - W);
+}
+
+// Σ x[i] for i < n with four independent accumulators (to hide FMA latency).
+[[gnu::always_inline]] inline real sum(const real* x, int64_t n) {
+  Batch acc0(real(0)), acc1(real(0)), acc2(real(0)), acc3(real(0));
+  int64_t i = 0;
+  for (; i + 4 * W <= n; i += 4 * W) {
+    acc0 += load(x + i);
+    acc1 += load(x + i + W);
+    acc2 += load(x + i + 2 * W);
+    acc3 += load(x + i + 3 * W);
+  }
+  for (; i + W <= n; i += W) acc0 += load(x + i);
+  real total = xsimd::hadd((acc0 + acc1) + (acc2 + acc3));
+  // The last n % W values one by one: cheaper than padding a batch through
+  // memory when this is called once per short row (a softmax over 49 keys).
+  for (; i < n; ++i) total += x[i];
+  return total;
+}
+
+// max of x[i] for i < n (−∞ for n = 0).
+inline real maximum(const real* x, int64_t n) {
+  const real lowest = -std::numeric_limits<real>::infinity();
+  Batch best(lowest);
+  int64_t i = 0;
+  for (; i + W <= n; i += W) best = xsimd::max(best, load(x + i));
+  if (i < n) best = xsimd::max(best, tail_batch(x, n, lowest));
+  alignas(64) std::array<real, W> lanes;
+  best.store_aligned(lanes.data());
+  real largest = lanes[0];  // std::max compiles to maxss: no branch to mispredict
+  for (int64_t i = 1; i < W; ++i) largest = std::max(largest, lanes[i]);
+  return largest;
+}
+
+// Σ a[i] · b[i] for i < n.
+[[gnu::always_inline]] inline real dot(const real* a, const real* b, int64_t n) {
+  Batch acc0(real(0)), acc1(real(0));
+  int64_t i = 0;
+  for (; i + 2 * W <= n; i += 2 * W) {
+    acc0 = simd::fma(load(a + i), load(b + i), acc0);
+    acc1 = simd::fma(load(a + i + W), load(b + i + W), acc1);
+  }
+  for (; i + W <= n; i += W) acc0 = simd::fma(load(a + i), load(b + i), acc0);
+  if (i < n) acc1 = simd::fma(tail_batch(a, n, 0), tail_batch(b, n, 0), acc1);
+  return xsimd::hadd(acc0 + acc1);
+}
+
+// e^x for x ≤ 0, the only arguments softmax gives exp (x − max of a row).
+// exp is most of the cost of a softmax, and xsimd::exp also handles overflow
+// and subnormal results, which softmax does not need. In float:
+//   x = n·ln2 + r,  n = round(x·log2 e),  |r| ≤ ln2/2;   e^x = 2^n · e^r.
+// n is rounded by adding 1.5·2^23 (+127, the exponent bias) in one FMA, which
+// leaves n + 127 in the low bits of the sum; shifted left by 23 those bits are
+// 2^n. r = x − n·ln2 in two FMAs, with ln2 split into a float and the rest,
+// so the rounding of ln2 does not reach r. e^r is the degree-6 polynomial that
+// interpolates e^r at the 7 Chebyshev nodes of [−ln2/2, ln2/2]: relative
+// error 2.5e-9 (0.02 ulp) before rounding. Measured against std::exp on every
+// float in [−110, 0]: at most 1 ulp (tests/tensor/test_kernels.cpp checks a
+// sweep). Below ln(smallest normal) = −87.34 the result is 0 rather than a
+// subnormal (< 1.2e-38, invisible next to a row maximum's e^0 = 1); e^−∞ = 0
+// and NaN stays NaN. 1.07 ns per value here against 1.30 for xsimd::exp
+// (Zen 1, AVX2). Double builds, which are for gradient checks, use xsimd::exp.
+template <typename T>
+xsimd::batch<T> exp_nonpositive(xsimd::batch<T> x) {
+  if constexpr (!std::is_same_v<T, float>) {
+    return xsimd::exp(x);
+  } else {
+    using Float = xsimd::batch<float>;
+    using Int = xsimd::batch<int32_t>;
+    const Float shifter(12583039.0f);  // 1.5·2^23 + 127
+    const Float shifted = simd::fma(x, Float(1.44269504f), shifter);
+    const Float n = shifted - shifter;
+    Float r = simd::fma(n, Float(-0.693147182f), x);  // ln2 rounded to float …
+    r = simd::fma(n, Float(1.90465430e-09f), r);      // … and what the rounding left out
+    Float series(0.00139411085f);
+    for (float coefficient : {0.00837512594f, 0.0416663513f, 0.166664153f, 0.5f, 1.0f, 1.0f}) {
+      series = simd::fma(series, r, Float(coefficient));
+    }
+    const Float two_to_n = xsimd::bitwise_cast<Float>(xsimd::bitwise_cast<Int>(shifted) << 23);
+    return xsimd::select(x < Float(-87.3365447f), Float(0.0f), series * two_to_n);
+  }
+}
+
+// sums[r] = the sum of acc[r]'s lanes, for W accumulators. xsimd's haddp
+// does all W at once with shared shuffles, but xsimd 8.1's AVX-512 float
+// version mixes up the rows (16 floats: 8 of 16 sums come out wrong), so
+// there each accumulator is summed by itself.
+inline void horizontal_sums(const std::array<Batch, W>& acc, real* sums) {
+  constexpr bool haddp_broken = std::is_same_v<real, float> && W == 16;
+  if constexpr (haddp_broken) {
+    for (int64_t r = 0; r < W; ++r) sums[r] = xsimd::hadd(acc[r]);
+  } else {
+    xsimd::haddp(acc.data()).store_unaligned(sums);
+  }
+}
+
+#endif  // ATTOGRAD_USE_SIMD
+
+}  // namespace attograd::kernels::simd
