@@ -31,7 +31,9 @@
 #include <vector>
 
 #include "examples/common/cli.hpp"
+#include "examples/common/divergence.hpp"
 #include "examples/common/inspect_tools.hpp"
+#include "examples/common/output_folder.hpp"
 #include "plot/svg_plot.hpp"
 #include "tensor/atomic_file.hpp"
 
@@ -241,19 +243,12 @@ std::vector<std::pair<std::string, std::string>> draw_pictures(const Flags& flag
   return pictures;
 }
 
-// Makes --out (and its parents) or says why not, before any work is done.
-void prepare_output_folder(const std::filesystem::path& folder) {
-  std::error_code error;
-  std::filesystem::create_directories(folder, error);
-  if (!error && !std::filesystem::is_directory(folder, error)) {
-    error = std::make_error_code(std::errc::not_a_directory);
-  }
-  if (error) {
-    throw cli::UsageError(
-        fmt::format("--out: cannot create the folder '{}' ({}); give a folder "
-                    "path that can be created and written",
-                    folder.string(), error.message()));
-  }
+// Stops at the first epoch whose loss is NaN or infinite, before any picture
+// is written (the pictures of an earlier run stay as they were).
+void check_epoch(const Flags& flags, int64_t epoch, double loss) {
+  if (std::isfinite(loss)) return;
+  cli::check_finite_training("loss", loss, fmt::format("epoch {}", epoch), flags.lr,
+                             fmt::format("the pictures in '{}' were left as they were", flags.out));
 }
 
 // ---------------------------------------------------------------- one run
@@ -313,13 +308,13 @@ void print_report(const Flags& flags, const ExperimentResult& result, std::size_
 
 int run_once(const Flags& flags) {
   const std::filesystem::path out = flags.out;
-  prepare_output_folder(out);
+  cli::prepare_output_folder("--out", out);
 
   const bool terminal = ::isatty(::fileno(stdout)) != 0;
   // With --json nothing but the summary goes to stdout (and nothing interrupts the clock).
-  std::function<void(int64_t, double)> on_epoch;
-  if (!flags.json) {
-    on_epoch = [&](int64_t epoch, double loss) {
+  const std::function<void(int64_t, double)> on_epoch = [&](int64_t epoch, double loss) {
+    check_epoch(flags, epoch, loss);
+    if (!flags.json) {
       if (terminal) {
         fmt::print("\repoch {:>4}/{}  loss {:.6f}", epoch, flags.epochs, loss);
         if (epoch == flags.epochs) fmt::print("\n");
@@ -327,8 +322,8 @@ int run_once(const Flags& flags) {
       } else {
         fmt::print("epoch {}, loss {:.6f}\n", epoch, loss);
       }
-    };
-  }
+    }
+  };
   cli::InspectSession inspect(flags.inspect);  // the graph of the first epoch's step
   const ExperimentResult result =
       run_experiment(experiment_options(flags, static_cast<uint64_t>(flags.seed),
@@ -336,11 +331,14 @@ int run_once(const Flags& flags) {
                      on_epoch);
   inspect.finish(flags.json ? std::cerr : std::cout);
 
-  // Every picture is drawn before the first one is written.
+  // Every picture is drawn before the first one is written, and they are
+  // renamed into place together: a failure leaves the old set.
   const auto pictures = draw_pictures(flags, result);
+  cli::OutputSet set(out);
   for (const auto& [name, svg] : pictures) {
-    write_file_atomically(out / name, svg);
+    write_file_atomically(set.staged(name), svg);
   }
+  set.commit();
 
   if (flags.json) {
     print_json_summary(flags, result, out);
@@ -393,10 +391,11 @@ int run_seeds(const Flags& flags) {
 
   for (int i = 0; i < flags.seeds; ++i) {
     const uint64_t seed = static_cast<uint64_t>(flags.seed) + static_cast<uint64_t>(i);
+    const auto on_epoch = [&](int64_t epoch, double loss) { check_epoch(flags, epoch, loss); };
     const ExperimentResult scalar =
-        run_experiment(experiment_options(flags, seed, WeightShape::scalar));
+        run_experiment(experiment_options(flags, seed, WeightShape::scalar), on_epoch);
     const ExperimentResult vector =
-        run_experiment(experiment_options(flags, seed, WeightShape::vector));
+        run_experiment(experiment_options(flags, seed, WeightShape::vector), on_epoch);
     rows[0].second.values.push_back(scalar.mse_average);
     rows[1].second.values.push_back(scalar.mse_attention);
     for (std::size_t k = 0; k < kAllKernels.size(); ++k) {

@@ -6,10 +6,13 @@
 // half old and half new.
 #include "nn/checkpoint.hpp"
 
+#include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 #include <string_view>
 
+#include "nn/safetensors_header.hpp"
 #include "tensor/error.hpp"
 
 namespace attograd::nn {
@@ -65,6 +68,28 @@ TensorFile file_to_save(const char* function, const std::filesystem::path& path,
   return file;
 }
 
+// The flat index of the first NaN or infinity in `tensor`, if any.
+std::optional<int64_t> first_non_finite(const Tensor& tensor) {
+  const Tensor values = tensor.contiguous_data();
+  for (int64_t i = 0; i < values.numel(); ++i) {
+    if (!std::isfinite(values.data()[i])) return i;
+  }
+  return std::nullopt;
+}
+
+// A model never needs NaN or infinity: such a file was saved by a run that
+// diverged, and loading it would make every output meaningless.
+void add_non_finite_problems(const TensorFile& file, std::vector<std::string>& problems) {
+  for (const auto& [name, tensor] : file.tensors) {
+    if (const std::optional<int64_t> index = first_non_finite(tensor)) {
+      problems.push_back(fmt::format(
+          "tensor '{}' of shape {} holds {} at flat index {} (saved by a run that diverged? "
+          "retrain with a smaller learning rate)",
+          printable(name), tensor.shape(), tensor.contiguous_data().data()[*index], *index));
+    }
+  }
+}
+
 // The problems copying `file` into `parameters` would meet. A training
 // checkpoint's optimizer tensors are not the parameters' business.
 std::vector<std::string> parameter_problems(const NamedTensors& parameters,
@@ -81,19 +106,20 @@ std::vector<std::string> parameter_problems(const NamedTensors& parameters,
     wanted.insert(name);
     const auto found = in_file.find(name);
     if (found == in_file.end()) {
-      problems.push_back(
-          fmt::format("missing tensor '{}' (the model's has shape {})", name, parameter.shape()));
+      problems.push_back(fmt::format("missing tensor '{}' (the model's has shape {})",
+                                     printable(name), parameter.shape()));
     } else if (found->second->shape() != parameter.shape()) {
       problems.push_back(fmt::format("shape mismatch for '{}': the file has {}, the model has {}",
-                                     name, found->second->shape(), parameter.shape()));
+                                     printable(name), found->second->shape(), parameter.shape()));
     }
   }
   for (const auto& [name, tensor] : file.tensors) {
     if (!in_file.count(name) || wanted.count(name)) continue;
     problems.push_back(
         fmt::format("unexpected tensor '{}' of shape {} (the model has no parameter of that name)",
-                    name, tensor.shape()));
+                    printable(name), tensor.shape()));
   }
+  add_non_finite_problems(file, problems);
   return problems;
 }
 
@@ -110,9 +136,9 @@ NamedTensors optimizer_state_in(const TensorFile& file) {
 
 void fail_on_problems(const char* function, const std::filesystem::path& path,
                       const std::string& target, const std::vector<std::string>& problems) {
-  check(problems.empty(), "{}: cannot load '{}' into {}: {} problem{}, nothing was changed:\n  {}",
-        function, path.string(), target, problems.size(), problems.size() == 1 ? "" : "s",
-        fmt::join(problems, "\n  "));
+  check(problems.empty(), "{}: cannot load '{}' into {}: {} problem{}, nothing was changed:{}",
+        function, printable(path.string(), 300), target, problems.size(),
+        problems.size() == 1 ? "" : "s", problem_lines(problems));
 }
 
 void copy_values(const NamedTensors& parameters, const TensorFile& file) {

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <iterator>
 #include <limits>
+#include <new>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -20,6 +21,7 @@
 #include <tuple>
 #include <type_traits>
 
+#include "nn/safetensors_header.hpp"
 #include "tensor/atomic_file.hpp"
 #include "tensor/error.hpp"
 
@@ -35,9 +37,7 @@ using Json = nlohmann::json;
 using OrderedJson = nlohmann::ordered_json;
 
 constexpr uint64_t kLengthBytes = 8;  // the header length that opens every file
-// The reference implementation refuses larger headers; so do we, so that a
-// corrupt length never makes us allocate gigabytes.
-constexpr uint64_t kMaxHeaderBytes = 100'000'000;
+using safetensors_limits::kMaxHeaderBytes;
 constexpr std::string_view kMetadataKey = "__metadata__";
 
 // Every dtype the format defines; attograd reads two of them.
@@ -57,54 +57,20 @@ void append_u64_little_endian(std::string& out, uint64_t value) {
   for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((value >> (8 * i)) & 0xff));
 }
 
+// A value from the header as a message shows it: its JSON, cut short.
+std::string brief(const Json& value) { return printable(value.dump()); }
+
+// The file byte `offset` bytes into the data section, which starts at file
+// byte `data_start`; an offset too large for the sum is shown as one.
+std::string file_byte(uint64_t data_start, uint64_t offset) {
+  if (offset > std::numeric_limits<uint64_t>::max() - data_start) {
+    return fmt::format("{} + {}", data_start, offset);
+  }
+  return fmt::format("{}", data_start + offset);
+}
+
 // "[2, 3]" — shapes are shown as the header writes them.
 std::string json_shape(const Shape& shape) { return fmt::format("[{}]", fmt::join(shape, ", ")); }
-
-std::string read_whole_file(const std::filesystem::path& path) {
-  std::error_code error;
-  const std::filesystem::file_status status = std::filesystem::status(path, error);
-  check(std::filesystem::exists(status), "read_safetensors: '{}' does not exist", path.string());
-  check(!std::filesystem::is_directory(status), "read_safetensors: '{}' is a folder, not a file",
-        path.string());
-  std::ifstream in(path, std::ios::binary);
-  check(in.is_open(), "read_safetensors: cannot open '{}' for reading (check its permissions)",
-        path.string());
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  check(!in.bad(), "read_safetensors: reading '{}' failed part way", path.string());
-  return bytes;
-}
-
-// Parses the header, refusing a key that appears twice in one object: JSON
-// allows it, but the parser would silently keep only the last one.
-Json parse_header(const std::filesystem::path& path, std::string_view text) {
-  std::vector<std::set<std::string>> keys_by_depth;
-  std::optional<std::string> duplicate;
-  auto watch_keys = [&](int, Json::parse_event_t event, Json& parsed) {
-    if (event == Json::parse_event_t::object_start) keys_by_depth.emplace_back();
-    if (event == Json::parse_event_t::object_end) keys_by_depth.pop_back();
-    if (event == Json::parse_event_t::key && !keys_by_depth.back().insert(parsed).second) {
-      if (!duplicate) duplicate = parsed.get<std::string>();
-    }
-    return true;
-  };
-  Json header;
-  try {
-    header = Json::parse(text.begin(), text.end(), watch_keys);
-  } catch (const Json::parse_error& error) {
-    // error.byte counts the characters read, so the culprit is the last of them.
-    fail(
-        "read_safetensors: '{}': the header (file bytes {}..{}) is not valid JSON; the parser "
-        "stopped at file byte {}: {}",
-        path.string(), kLengthBytes, kLengthBytes + text.size(),
-        kLengthBytes + (error.byte > 0 ? error.byte - 1 : 0), error.what());
-  }
-  check(!duplicate, "read_safetensors: '{}': the header names '{}' twice", path.string(),
-        duplicate.value_or(""));
-  check(header.is_object(),
-        "read_safetensors: '{}': the header (file bytes {}..{}) must be a JSON object, found {}",
-        path.string(), kLengthBytes, kLengthBytes + text.size(), header.type_name());
-  return header;
-}
 
 // One tensor as the header describes it; offsets count from the data section.
 struct Entry {
@@ -121,7 +87,7 @@ struct Entry {
 class EntryChecker {
  public:
   EntryChecker(const std::string& name, std::vector<std::string>& problems)
-      : name_(name), problems_(problems) {}
+      : name_(printable(name)), problems_(problems) {}
 
   void problem(const std::string& text) {
     problems_.push_back(fmt::format("tensor '{}': {}", name_, text));
@@ -138,7 +104,7 @@ class EntryChecker {
                        std::end(kKnownDtypes);
     if (!known) {
       problem(fmt::format("unknown dtype '{}' (safetensors defines {}; attograd reads F32 and F64)",
-                          entry.dtype, fmt::join(kKnownDtypes, ", ")));
+                          printable(entry.dtype), fmt::join(kKnownDtypes, ", ")));
     } else if (entry.dtype != "F32" && entry.dtype != "F64") {
       problem(fmt::format("dtype '{}' is not supported (attograd reads F32 and F64)", entry.dtype));
     }
@@ -154,7 +120,12 @@ class EntryChecker {
         });
     if (!shape_ok) {
       problem(
-          fmt::format("\"shape\" must be a list of non-negative integers, found {}", shape.dump()));
+          fmt::format("\"shape\" must be a list of non-negative integers, found {}", brief(shape)));
+      return;
+    }
+    if (shape.size() > safetensors_limits::kMaxDims) {
+      problem(fmt::format("\"shape\" has {} dimensions; attograd reads at most {}", shape.size(),
+                          safetensors_limits::kMaxDims));
       return;
     }
     for (const Json& size : shape) entry.shape.push_back(size.get<int64_t>());
@@ -167,7 +138,7 @@ class EntryChecker {
                             offsets[0].get<uint64_t>() <= offsets[1].get<uint64_t>();
     if (!offsets_ok) {
       problem(fmt::format("\"data_offsets\" must be [begin, end] with 0 <= begin <= end, found {}",
-                          offsets.dump()));
+                          brief(offsets)));
       return;
     }
     entry.begin = offsets[0].get<uint64_t>();
@@ -176,7 +147,7 @@ class EntryChecker {
       problem(fmt::format(
           "data_offsets [{}, {}] reach file byte {}, but the file ends at byte {} (the file is "
           "truncated, or the offsets are wrong)",
-          entry.begin, entry.end, data_start + entry.end, data_start + data_size));
+          entry.begin, entry.end, file_byte(data_start, entry.end), data_start + data_size));
     }
   }
 
@@ -203,7 +174,7 @@ class EntryChecker {
   }
 
  private:
-  const std::string& name_;
+  std::string name_;
   std::vector<std::string>& problems_;
 };
 
@@ -246,12 +217,13 @@ void check_tiling(std::vector<Entry>& entries, uint64_t data_start, uint64_t dat
   for (const Entry& entry : entries) {
     if (entry.begin < position) {
       problems.push_back(fmt::format("tensors '{}' (file bytes {}..{}) and '{}' ({}..{}) overlap",
-                                     previous->name, data_start + previous->begin,
-                                     data_start + previous->end, entry.name,
+                                     printable(previous->name), data_start + previous->begin,
+                                     data_start + previous->end, printable(entry.name),
                                      data_start + entry.begin, data_start + entry.end));
     } else if (entry.begin > position) {
       problems.push_back(fmt::format("file bytes {}..{} (before tensor '{}') belong to no tensor",
-                                     data_start + position, data_start + entry.begin, entry.name));
+                                     data_start + position, data_start + entry.begin,
+                                     printable(entry.name)));
     }
     if (entry.end >= position) {
       position = entry.end;
@@ -329,64 +301,188 @@ void write_safetensors(const std::filesystem::path& path, const TensorFile& file
   write_file_atomically(path, bytes);
 }
 
-TensorFile read_safetensors(const std::filesystem::path& path) {
-  const std::string bytes = read_whole_file(path);
-  const uint64_t file_size = bytes.size();
+namespace {
+
+// Where the bytes of a file come from: the file itself, read piece by piece
+// (so a huge file or /dev/zero is never read whole), or memory.
+class ByteSource {
+ public:
+  virtual ~ByteSource() = default;
+  virtual uint64_t size() const = 0;
+  // Reads bytes [offset, offset + count), which the caller has checked lie
+  // inside size().
+  virtual void read(uint64_t offset, char* out, uint64_t count) = 0;
+};
+
+class FileSource : public ByteSource {
+ public:
+  explicit FileSource(const std::filesystem::path& path) : path_(path) {
+    std::error_code error;
+    const std::filesystem::file_status status = std::filesystem::status(path, error);
+    check(std::filesystem::exists(status), "read_safetensors: '{}' does not exist",
+          printable(path.string(), 300));
+    check(!std::filesystem::is_directory(status), "read_safetensors: '{}' is a folder, not a file",
+          printable(path.string(), 300));
+    // A device or a pipe has no size to check the header length against.
+    check(std::filesystem::is_regular_file(status),
+          "read_safetensors: '{}' is not a regular file (a device, a pipe or a socket); pass the "
+          "path of a .safetensors file",
+          printable(path.string(), 300));
+    size_ = std::filesystem::file_size(path, error);
+    check(!error, "read_safetensors: cannot read the size of '{}': {}",
+          printable(path.string(), 300), error.message());
+    in_.open(path, std::ios::binary);
+    check(in_.is_open(), "read_safetensors: cannot open '{}' for reading (check its permissions)",
+          printable(path.string(), 300));
+  }
+  uint64_t size() const override { return size_; }
+  void read(uint64_t offset, char* out, uint64_t count) override {
+    in_.seekg(static_cast<std::streamoff>(offset));
+    in_.read(out, static_cast<std::streamsize>(count));
+    check(in_.good() && uint64_t(in_.gcount()) == count,
+          "read_safetensors: reading file bytes {}..{} of '{}' failed (the file changed or "
+          "shrank while it was read, or the disk reported an error)",
+          offset, offset + count, printable(path_.string(), 300));
+  }
+
+ private:
+  std::filesystem::path path_;
+  std::ifstream in_;
+  uint64_t size_ = 0;
+};
+
+class MemorySource : public ByteSource {
+ public:
+  explicit MemorySource(std::string_view bytes) : bytes_(bytes) {}
+  uint64_t size() const override { return bytes_.size(); }
+  void read(uint64_t offset, char* out, uint64_t count) override {
+    std::memcpy(out, bytes_.data() + offset, count);
+  }
+
+ private:
+  std::string_view bytes_;
+};
+
+// The checked header: its entries (sound and tiling the data section) and
+// where the data section starts.
+struct CheckedHeader {
+  Metadata metadata;
+  std::vector<Entry> entries;  // in data order
+  uint64_t data_start = 0;
+};
+
+CheckedHeader read_header(ByteSource& source, const std::string& file) {
+  const uint64_t file_size = source.size();
   check(file_size >= kLengthBytes,
         "read_safetensors: '{}' is {} bytes long; a safetensors file starts with an 8-byte "
         "header length (the file is truncated or not a safetensors file)",
-        path.string(), file_size);
-  const uint64_t header_size = read_u64_little_endian(bytes.data());
+        file, file_size);
+  char length_bytes[kLengthBytes];
+  source.read(0, length_bytes, kLengthBytes);
+  const uint64_t header_size = read_u64_little_endian(length_bytes);
   check(header_size <= file_size - kLengthBytes,
         "read_safetensors: '{}': the header length at byte 0 says {} bytes, but only {} bytes "
         "follow it (the file is truncated or not a safetensors file)",
-        path.string(), header_size, file_size - kLengthBytes);
+        file, header_size, file_size - kLengthBytes);
   check(header_size <= kMaxHeaderBytes,
         "read_safetensors: '{}': the header length at byte 0 says {} bytes, more than the "
         "format's limit of {} (the file is damaged or not a safetensors file)",
-        path.string(), header_size, kMaxHeaderBytes);
-  const uint64_t data_start = kLengthBytes + header_size;
-  const uint64_t data_size = file_size - data_start;
+        file, header_size, kMaxHeaderBytes);
+  std::string text(header_size, '\0');
+  source.read(kLengthBytes, text.data(), header_size);
 
-  const Json header = parse_header(path, std::string_view(bytes).substr(kLengthBytes, header_size));
-  TensorFile file;
+  CheckedHeader checked;
+  checked.data_start = kLengthBytes + header_size;
+  const uint64_t data_size = file_size - checked.data_start;
+  const Json header = parse_safetensors_header(file, text);
   std::vector<std::string> problems;
-  std::vector<Entry> entries;
   for (const auto& [name, value] : header.items()) {
     if (name == kMetadataKey) {
       const bool strings_only =
           value.is_object() && std::all_of(value.begin(), value.end(),
                                            [](const Json& item) { return item.is_string(); });
       if (strings_only) {
-        file.metadata = value.get<Metadata>();
+        checked.metadata = value.get<Metadata>();
       } else {
         problems.push_back(
-            fmt::format("\"__metadata__\" must map strings to strings, found {}", value.dump()));
+            fmt::format("\"__metadata__\" must map strings to strings, found {}", brief(value)));
       }
       continue;
     }
-    if (auto entry = parse_entry(name, value, data_start, data_size, problems)) {
-      entries.push_back(std::move(*entry));
+    if (auto entry = parse_entry(name, value, checked.data_start, data_size, problems)) {
+      checked.entries.push_back(std::move(*entry));
     }
   }
   // Gaps and overlaps only mean something once every entry is sound.
-  if (problems.empty()) check_tiling(entries, data_start, data_size, problems);
+  if (problems.empty()) check_tiling(checked.entries, checked.data_start, data_size, problems);
   check(problems.empty(),
-        "read_safetensors: '{}': {} problem{} in the header (file bytes {}..{}):\n  {}",
-        path.string(), problems.size(), problems.size() == 1 ? "" : "s", kLengthBytes, data_start,
-        fmt::join(problems, "\n  "));
+        "read_safetensors: '{}': {} problem{} in the header (file bytes {}..{}):{}", file,
+        problems.size(), problems.size() == 1 ? "" : "s", kLengthBytes, checked.data_start,
+        problem_lines(problems));
+  return checked;
+}
 
-  for (const Entry& entry : entries) {
-    Tensor tensor = Tensor::empty(entry.shape);
-    const char* source = bytes.data() + data_start + entry.begin;
-    if (entry.dtype == "F32") {
-      convert_values<float>(tensor.data(), source, tensor.numel());
-    } else {
-      convert_values<double>(tensor.data(), source, tensor.numel());
-    }
-    file.tensors.emplace_back(entry.name, std::move(tensor));
+// Values of one tensor are read in pieces of this many bytes, so converting
+// F64 (or F32 into a double build) needs no second copy of the whole tensor.
+constexpr uint64_t kChunkBytes = uint64_t(1) << 20;
+
+Tensor read_values(ByteSource& source, const std::string& file, const Entry& entry,
+                   uint64_t data_start) {
+  Tensor tensor;
+  try {
+    tensor = Tensor::empty(entry.shape);
+  } catch (const std::bad_alloc&) {
+    fail("read_safetensors: '{}': not enough memory for tensor '{}' of shape {} ({} bytes)", file,
+         printable(entry.name), json_shape(entry.shape), entry.end - entry.begin);
   }
-  return file;
+  const uint64_t value_bytes = bytes_per_value(entry.dtype);
+  const uint64_t values_per_chunk = kChunkBytes / value_bytes;
+  std::string chunk;
+  for (uint64_t first = 0; first < uint64_t(tensor.numel()); first += values_per_chunk) {
+    const uint64_t count = std::min(values_per_chunk, uint64_t(tensor.numel()) - first);
+    chunk.resize(count * value_bytes);
+    source.read(data_start + entry.begin + first * value_bytes, chunk.data(), chunk.size());
+    real* out = tensor.data() + first;
+    if (entry.dtype == "F32") {
+      convert_values<float>(out, chunk.data(), int64_t(count));
+    } else {
+      convert_values<double>(out, chunk.data(), int64_t(count));
+    }
+  }
+  return tensor;
+}
+
+TensorFile read_tensor_file(ByteSource& source, const std::string& file) {
+  const CheckedHeader header = read_header(source, file);
+  TensorFile result;
+  result.metadata = header.metadata;
+  for (const Entry& entry : header.entries) {
+    result.tensors.emplace_back(entry.name, read_values(source, file, entry, header.data_start));
+  }
+  return result;
+}
+
+}  // namespace
+
+TensorFile read_safetensors(const std::filesystem::path& path) {
+  FileSource source(path);
+  return read_tensor_file(source, printable(path.string(), 300));
+}
+
+TensorFile read_safetensors_bytes(std::string_view bytes, const std::string& name) {
+  MemorySource source(bytes);
+  return read_tensor_file(source, printable(name, 300));
+}
+
+TensorFileHeader read_safetensors_header(const std::filesystem::path& path) {
+  FileSource source(path);
+  const CheckedHeader header = read_header(source, printable(path.string(), 300));
+  TensorFileHeader result;
+  result.metadata = header.metadata;
+  for (const Entry& entry : header.entries) {
+    result.tensors.push_back({entry.name, entry.dtype, entry.shape});
+  }
+  return result;
 }
 
 }  // namespace attograd::nn

@@ -24,6 +24,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -46,8 +47,30 @@ struct TensorFile {
 void write_safetensors(const std::filesystem::path& path, const TensorFile& file);
 
 // Reads and validates a whole file. The tensors are fresh, contiguous and do
-// not require grad. Throws Error naming the file, the byte offset and every
-// problem found in the header.
+// not require grad. Throws Error naming the file, the byte offset and the
+// problems found in the header (at most 20 listed). Only the header is held
+// in memory as bytes: the 8-byte length is checked against the file's size
+// before anything else is read, the header against the limits in
+// nn/safetensors_header.hpp, and the tensors are read straight into place.
+// Only regular files are read (not devices or pipes).
 TensorFile read_safetensors(const std::filesystem::path& path);
+
+// The same for a file already in memory; `name` stands for it in messages.
+TensorFile read_safetensors_bytes(std::string_view bytes, const std::string& name);
+
+// One tensor as the header describes it.
+struct TensorInfo {
+  std::string name;
+  std::string dtype;  // "F32" or "F64"
+  Shape shape;
+};
+struct TensorFileHeader {
+  std::vector<TensorInfo> tensors;  // in the file's data order
+  Metadata metadata;
+};
+
+// Reads and validates the header only (all the checks of read_safetensors
+// but the values): what a file holds, without reading its data.
+TensorFileHeader read_safetensors_header(const std::filesystem::path& path);
 
 }  // namespace attograd::nn

@@ -11,6 +11,8 @@ set -euo pipefail
 
 ATTOGRAD_PACKAGES=(cmake g++ make pkg-config libxsimd-dev xtl-dev libfmt-dev catch2
                    nlohmann-json3-dev libutf8proc-dev libexpat1-dev)
+# scripts/fuzz.sh adds these: libFuzzer and the sanitizer runtimes come with clang.
+ATTOGRAD_FUZZ_PACKAGES=(clang-14 libclang-rt-14-dev)
 
 attograd_install_packages() {
   local missing=()

@@ -8,7 +8,10 @@
 #include <cmath>
 #include <iostream>
 #include <limits>
+#include <new>
 #include <type_traits>
+
+#include "nn/safetensors_messages.hpp"
 
 namespace attograd::cli {
 
@@ -105,6 +108,11 @@ Validator in_range(double low, double high) {
   check(low <= high, "cli::in_range: low {} is above high {}", low, high);
   return {[low, high](double value) { return low <= value && value <= high; }, "",
           fmt::format("in [{}, {}]", low, high)};
+}
+
+Validator size_at_most(double maximum) {
+  return {[maximum](double value) { return value >= 1 && value <= maximum; }, "positive",
+          fmt::format("at most {}", maximum)};
 }
 
 Parser::Parser(std::string program, std::string description)
@@ -329,6 +337,13 @@ void Parser::assign(const Flag& flag, const std::string& value) const {
       [&](auto* target) {
         using T = std::remove_pointer_t<decltype(target)>;
         if constexpr (std::is_same_v<T, std::string>) {
+          // An empty path or name is always a slip (an unset shell variable,
+          // `--resume ""`); leaving the flag out is how to ask for its default.
+          if (value.empty()) {
+            throw UsageError(fmt::format(
+                "--{}: expected a value, got an empty string (leave the flag out for its default)",
+                name));
+          }
           *target = value;
         } else if constexpr (std::is_same_v<T, bool>) {
           if (value == "true" || value == "1" || value == "yes" || value == "on") {
@@ -446,9 +461,10 @@ std::string Parser::own_help() const {
 
 namespace {
 
+// The message on one printable line of at most kMaxMessageBytes.
 std::string one_line(std::string message) {
   std::replace(message.begin(), message.end(), '\n', ' ');
-  return message;
+  return nn::printable(message, kMaxMessageBytes);
 }
 
 }  // namespace
@@ -463,6 +479,11 @@ int run_main(Parser& parser, int argc, const char* const* argv, const std::funct
     return body();
   } catch (const Error& error) {  // UsageError too
     err << "error: " << one_line(error.what()) << std::endl;
+    return 2;
+  } catch (const std::bad_alloc&) {
+    err << "error: out of memory: a size flag (see --help for the limits) or an input file asks "
+           "for more memory than this machine has"
+        << std::endl;
     return 2;
   } catch (const std::exception& error) {
     err << "error: " << one_line(error.what()) << std::endl;

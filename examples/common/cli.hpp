@@ -68,6 +68,9 @@ Validator positive();                         // value > 0
 Validator non_negative();                     // value >= 0
 Validator at_least(double minimum);           // value >= minimum
 Validator in_range(double low, double high);  // low <= value <= high
+// A size that allocates memory: 1 <= value <= maximum, where the maximum is
+// what one machine can hold ("a positive integer at most 4096").
+Validator size_at_most(double maximum);
 
 // Declares flags and commands, parses a command line into the bound
 // variables, and writes the --help text. The bound variables must outlive
@@ -154,11 +157,16 @@ class Parser {
 //   --help / -h                        help on `out`, status 0
 //   UsageError or attograd::Error      "error: <message>" on `err`, status 2
 //     (bad flags, missing files, malformed data: the user can fix these)
+//   std::bad_alloc                     "error: out of memory …" on `err`, status 2
+//     (a size flag or an input file asks for more than the machine has)
 //   any other std::exception           "error: <message>" on `err`, status 1
 //   otherwise                          whatever `body` returns
 //
 // Messages are printed on one line (newlines become spaces), so scripts can
-// grep them. Exceptions that are not std::exception propagate.
+// grep them, with control characters escaped and at most kMaxMessageBytes
+// long, however hostile the input they quote. Exceptions that are not
+// std::exception propagate.
+inline constexpr std::size_t kMaxMessageBytes = 4000;
 int run_main(Parser& parser, int argc, const char* const* argv, const std::function<int()>& body,
              std::ostream& out, std::ostream& err);
 // The same, printing to std::cout and std::cerr.

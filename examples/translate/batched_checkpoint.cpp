@@ -7,6 +7,8 @@
 #include <exception>
 #include <stdexcept>
 
+#include "examples/translate/checkpoint_sizes.hpp"
+#include "examples/translate/size_limits.hpp"
 #include "tensor/error.hpp"
 
 namespace attograd::translate_batched {
@@ -67,7 +69,8 @@ nn::Metadata to_metadata(const CheckpointInfo& info, const BatchedTrainFlags& fl
 }
 
 CheckpointInfo read_checkpoint_info(const std::string& path) {
-  const nn::Metadata metadata = nn::read_metadata(path);
+  const translate_checkpoint::CheckpointSizes sizes(path);  // the header only, no values yet
+  const nn::Metadata& metadata = sizes.metadata();
   const auto recipe = metadata.find("recipe");
   check(recipe != metadata.end() && recipe->second == kRecipe,
         "{}: not a checkpoint of the batched recipe (recipe '{}'); use the command with "
@@ -79,13 +82,26 @@ CheckpointInfo read_checkpoint_info(const std::string& path) {
       text::Vocabulary::deserialize(metadata_field(metadata, path, "source_vocabulary"));
   info.target_vocabulary =
       text::Vocabulary::deserialize(metadata_field(metadata, path, "target_vocabulary"));
+  // Every size that builds the model, against the weights it sizes.
   const double dropout = metadata_number(metadata, path, "dropout");
+  sizes.require("source vocabulary size", info.source_vocabulary.size(), "encoder.embedding.weight",
+                0);
+  sizes.require("target vocabulary size", info.target_vocabulary.size(), "decoder.embedding.weight",
+                0);
+  sizes.require("embed_size", metadata_integer(metadata, path, "embed_size"),
+                "encoder.embedding.weight", 1);
+  sizes.require("hidden_size", metadata_integer(metadata, path, "hidden_size"),
+                "encoder.rnn.weight_hh_l0", 1);
+  sizes.require_layers("num_layers", metadata_integer(metadata, path, "num_layers"),
+                       "encoder.rnn.weight_ih_l{}");
+  sizes.require_dropout(dropout);
   info.model = BatchedSeq2SeqOptions(info.source_vocabulary.size(), info.target_vocabulary.size())
                    .embed_size(metadata_integer(metadata, path, "embed_size"))
                    .hidden_size(metadata_integer(metadata, path, "hidden_size"))
                    .num_layers(metadata_integer(metadata, path, "num_layers"))
                    .dropout(dropout);
   info.num_steps = metadata_integer(metadata, path, "num_steps");
+  check_checkpoint_size(path, "num_steps", info.num_steps, 2, kMaxSteps);
   info.data = metadata_field(metadata, path, "data");
   info.direction = metadata_field(metadata, path, "direction");
   info.num_examples = metadata_integer(metadata, path, "num_examples");

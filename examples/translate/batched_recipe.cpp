@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -14,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "examples/common/divergence.hpp"
+#include "examples/common/output_folder.hpp"
 #include "examples/translate/batched_checkpoint.hpp"
 #include "models/batched_seq2seq.hpp"
 #include "models/text/normalize.hpp"
@@ -110,9 +113,11 @@ void save_loss_curve(const fs::path& path, const TrainingReport& report) {
 
 void declare_batched_train_flags(cli::Parser& parser, BatchedTrainFlags& flags) {
   declare_data_flags(parser, flags);
-  parser.flag("embed", flags.embed, "embedding size E", cli::positive())
-      .flag("hidden", flags.hidden, "hidden size H of the GRUs and the attention", cli::positive())
-      .flag("layers", flags.layers, "GRU layers of encoder and decoder", cli::positive())
+  parser.flag("embed", flags.embed, "embedding size E", cli::size_at_most(kMaxHidden))
+      .flag("hidden", flags.hidden, "hidden size H of the GRUs and the attention",
+            cli::size_at_most(kMaxHidden))
+      .flag("layers", flags.layers, "GRU layers of encoder and decoder",
+            cli::size_at_most(kMaxLayers))
       .flag("dropout", flags.dropout, "dropout between GRU layers and on attention weights",
             cli::in_range(0, 0.99));
   declare_training_flags(parser, flags, "the sentence whose attention is drawn in attention.svg");
@@ -243,17 +248,25 @@ TrainingReport train_with_progress(BatchedSeq2Seq& model, const text::BatchedDat
       "lr {}, {} thread{}\n",
       model.parameter_count(), flags.embed, flags.hidden, flags.layers, flags.dropout, flags.epochs,
       flags.batch, flags.lr, parallel::num_threads(), parallel::num_threads() == 1 ? "" : "s");
-  return train_reporting_progress(model, data, training, flags.print_every, out);
+  return train_reporting_progress(model, data, training, flags.print_every, flags.out, out);
 }
 
 }  // namespace
 
 TrainingReport train_reporting_progress(BatchedTranslator& model, const text::BatchedData& data,
                                         const BatchedTrainingOptions& training, int64_t print_every,
-                                        std::ostream& out) {
+                                        const std::string& out_folder, std::ostream& out) {
   out << std::flush;
   const int64_t epochs = training.epochs();
+  const std::string checkpoint = (fs::path(out_folder) / kCheckpointName).string();
   const TrainingReport report = train(model, data, training, [&](const EpochReport& epoch) {
+    // Stop at the first epoch that diverged, before anything is written.
+    const std::string when = fmt::format("epoch {}", epoch.epoch);
+    const auto kept = [&] { return cli::kept_text(checkpoint, fs::exists(checkpoint)); };
+    if (!std::isfinite(epoch.loss)) {
+      cli::check_finite_training("loss", epoch.loss, when, training.lr(), kept());
+    }
+    cli::check_finite_parameters(model.named_parameters(), when, training.lr(), kept());
     if (epoch.epoch % print_every == 0 || epoch.epoch == epochs) {
       out << fmt::format("epoch {:>4}/{}  loss {:.4f}  {:8.0f} tokens/s  {:6.1f} ms/epoch{}\n",
                          epoch.epoch, epochs, epoch.loss,
@@ -325,11 +338,16 @@ void check_attention_sentence(const std::string& sentence) {
 void finish_training(BatchedTranslator& model, const text::PairSet& set,
                      const text::BatchedData& data, const TrainingReport& report,
                      const TrainOutputs& outputs, std::ostream& out) {
+  // The folder was prepared before training (prepare_output_folder). The
+  // checkpoint and the loss curve are one set: both new or both old.
   const fs::path folder = outputs.folder;
-  fs::create_directories(folder);
   const fs::path checkpoint_path = folder / kCheckpointName;
-  nn::save(model, checkpoint_path, outputs.metadata);
-  save_loss_curve(folder / "loss.svg", report);
+  {
+    cli::OutputSet files(folder);
+    nn::save(model, files.staged(kCheckpointName), outputs.metadata);
+    save_loss_curve(files.staged("loss.svg"), report);
+    files.commit();
+  }
 
   const TestTranslations tests = translate_test_sentences(model, data, outputs.num_steps, out);
   const SentenceTranslation drawn =
@@ -357,12 +375,14 @@ int run_batched_train(const BatchedTrainFlags& flags) {
   std::ostream& out = flags.json ? std::cerr : std::cout;  // with --json stdout holds one line
   if (flags.threads > 0) parallel::set_num_threads(static_cast<int>(flags.threads));
 
-  // Everything that can fail on bad input happens before anything is written.
+  // Everything that can fail on bad input happens before anything is written,
+  // and the output folder is known to be writable before training starts.
   check_attention_sentence(flags.attention_sentence);
   const text::PairSet set = read_data(flags.data, flags.direction);
   text::require_pairs(set.pairs, set.report, "to train on");
   const text::BatchedData data = prepare_data(set, data_settings(flags), out);
   const CheckpointInfo info = checkpoint_info(flags, data);
+  cli::prepare_output_folder("--out", flags.out);
 
   Generator generator(static_cast<uint64_t>(flags.seed));
   BatchedSeq2Seq model(info.model, generator);
@@ -390,7 +410,7 @@ int translate_lines(BatchedTranslator& model, const text::Vocabulary& source_voc
                     const translate_beam::BeamFlags& beam, const std::string& attention_folder,
                     const DrawAttention& draw, std::istream& in, std::ostream& out,
                     std::ostream& err) {
-  if (!attention_folder.empty()) fs::create_directories(attention_folder);
+  if (!attention_folder.empty()) cli::prepare_output_folder("--attention", attention_folder);
   int64_t line_number = 0, translated = 0, unknown = 0;
   std::string line;
   while (std::getline(in, line)) {

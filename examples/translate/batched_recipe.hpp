@@ -23,6 +23,7 @@
 
 #include "examples/common/cli.hpp"
 #include "examples/translate/beam_flags.hpp"
+#include "examples/translate/size_limits.hpp"
 #include "models/batched_seq2seq.hpp"
 #include "models/text/pairs.hpp"
 #include "nn/checkpoint.hpp"
@@ -111,12 +112,12 @@ void declare_data_flags(cli::Parser& parser, TrainFlags& flags) {
             cli::non_negative())
       .flag("min-freq", flags.min_freq, "words seen fewer times become <unk>", cli::at_least(1))
       .flag("num-steps", flags.num_steps, "T: every sentence is cut or padded to T ids",
-            cli::at_least(2));
+            cli::in_range(2, kMaxSteps));
 }
 template <typename TrainFlags>
 void declare_training_flags(cli::Parser& parser, TrainFlags& flags,
                             const std::string& attention_sentence_help) {
-  parser.flag("batch", flags.batch, "sentence pairs per mini-batch", cli::positive())
+  parser.flag("batch", flags.batch, "sentence pairs per mini-batch", cli::size_at_most(kMaxBatch))
       .flag("lr", flags.lr, "Adam learning rate", cli::positive())
       .flag("lr-schedule", flags.lr_schedule,
             "the rate per epoch (PyTorch's schedulers): constant, step:S:G (times G every S "
@@ -152,11 +153,13 @@ nn::LRSchedule lr_schedule_from_flag(const std::string& text, int64_t epochs);
 void check_attention_sentence(const std::string& sentence);
 
 // batched_seq2seq::train with a progress line every `print_every` epochs and
-// a summary at the end.
+// a summary at the end. Stops with an Error at the first epoch whose loss or
+// weights are not finite, saying that out_folder's checkpoint (if any) keeps
+// the last good state (examples/common/divergence.hpp).
 batched_seq2seq::TrainingReport train_reporting_progress(
     batched_seq2seq::BatchedTranslator& model, const text::BatchedData& data,
     const batched_seq2seq::BatchedTrainingOptions& training, int64_t print_every,
-    std::ostream& out);
+    const std::string& out_folder, std::ostream& out);
 
 void save_loss_curve(const std::filesystem::path& path,
                      const batched_seq2seq::TrainingReport& report);
@@ -190,7 +193,9 @@ TestTranslations translate_test_sentences(batched_seq2seq::BatchedTranslator& mo
                                           const text::BatchedData& data, int64_t num_steps,
                                           std::ostream& out);
 
-// After training: checkpoint.safetensors and loss.svg into outputs.folder,
+// After training: checkpoint.safetensors and loss.svg into outputs.folder
+// (prepared by cli::prepare_output_folder before training; the two renamed
+// into place together),
 // the four test sentences, the attention picture, BLEU on the training
 // pairs, and the --json summary line.
 void finish_training(batched_seq2seq::BatchedTranslator& model, const text::PairSet& set,

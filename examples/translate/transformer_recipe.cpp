@@ -11,9 +11,13 @@
 #include <vector>
 
 #include "autograd/ops.hpp"
+#include "examples/common/output_folder.hpp"
 #include "examples/translate/batched_checkpoint.hpp"
+#include "examples/translate/checkpoint_sizes.hpp"
+#include "examples/translate/size_limits.hpp"
 #include "models/transformer/transformer.hpp"
 #include "nn/checkpoint.hpp"
+#include "nn/safetensors_messages.hpp"
 #include "plot/svg_plot.hpp"
 #include "tensor/error.hpp"
 #include "tensor/parallel.hpp"
@@ -60,7 +64,8 @@ nn::Metadata to_metadata(const TransformerCheckpoint& info, const TransformerTra
 }
 
 TransformerCheckpoint read_checkpoint(const std::string& path) {
-  const nn::Metadata metadata = nn::read_metadata(path);
+  const translate_checkpoint::CheckpointSizes sizes(path);  // the header only, no values yet
+  const nn::Metadata& metadata = sizes.metadata();
   const auto recipe = metadata.find("recipe");
   check(recipe != metadata.end() && recipe->second == kTransformerRecipe,
         "{}: not a checkpoint of the transformer recipe (recipe '{}'); use the command with "
@@ -75,13 +80,32 @@ TransformerCheckpoint read_checkpoint(const std::string& path) {
        metadata_integer(metadata, path, "num_steps"), metadata_field(metadata, path, "data"),
        metadata_field(metadata, path, "direction"),
        metadata_integer(metadata, path, "num_examples")}};
+  check_checkpoint_size(path, "num_steps", info.trained.num_steps, 2, kMaxSteps);
+  // Every size that builds the model, against the weights it sizes.
+  const int64_t hiddens = metadata_integer(metadata, path, "num_hiddens");
+  const int64_t heads = metadata_integer(metadata, path, "num_heads");
+  const double dropout = metadata_number(metadata, path, "dropout");
+  sizes.require("source vocabulary size", info.trained.source_vocabulary.size(),
+                "encoder.embedding.weight", 0);
+  sizes.require("target vocabulary size", info.trained.target_vocabulary.size(),
+                "decoder.embedding.weight", 0);
+  sizes.require("num_hiddens", hiddens, "encoder.embedding.weight", 1);
+  sizes.require("ffn_num_hiddens", metadata_integer(metadata, path, "ffn_num_hiddens"),
+                "encoder.blks.block0.ffn.dense1.weight", 0);
+  sizes.require_layers("num_blocks", metadata_integer(metadata, path, "num_blocks"),
+                       "encoder.blks.block{}.ffn.dense1.weight");
+  sizes.require_dropout(dropout);
+  check(heads >= 1 && hiddens % heads == 0,
+        "'{}': the metadata says num_heads {}, which does not divide num_hiddens {}; the file was "
+        "edited or damaged: retrain, or restore the file",
+        nn::printable(path, 300), heads, hiddens);
   info.model = TransformerOptions(info.trained.source_vocabulary.size(),
                                   info.trained.target_vocabulary.size())
-                   .num_hiddens(metadata_integer(metadata, path, "num_hiddens"))
+                   .num_hiddens(hiddens)
                    .num_blocks(metadata_integer(metadata, path, "num_blocks"))
-                   .num_heads(metadata_integer(metadata, path, "num_heads"))
+                   .num_heads(heads)
                    .ffn_num_hiddens(metadata_integer(metadata, path, "ffn_num_hiddens"))
-                   .dropout(metadata_number(metadata, path, "dropout"));
+                   .dropout(dropout);
   return info;
 }
 
@@ -156,11 +180,15 @@ void save_all_heads(const fs::path& folder, const Transformer& model,
 
 void declare_transformer_train_flags(cli::Parser& parser, TransformerTrainFlags& flags) {
   declare_data_flags(parser, flags);
-  parser.flag("hidden", flags.hidden, "num_hiddens d of every position's vector", cli::positive())
-      .flag("blocks", flags.blocks, "Transformer blocks of encoder and of decoder", cli::positive())
-      .flag("heads", flags.heads, "attention heads (must divide --hidden)", cli::positive())
+  parser
+      .flag("hidden", flags.hidden, "num_hiddens d of every position's vector",
+            cli::size_at_most(kMaxHidden))
+      .flag("blocks", flags.blocks, "Transformer blocks of encoder and of decoder",
+            cli::size_at_most(kMaxLayers))
+      .flag("heads", flags.heads, "attention heads (must divide --hidden)",
+            cli::size_at_most(kMaxHidden))
       .flag("ffn", flags.ffn, "hidden size of the position-wise feed-forward network",
-            cli::positive())
+            cli::size_at_most(kMaxFfn))
       .flag("dropout", flags.dropout, "dropout in every AddNorm, the encodings and the attention",
             cli::in_range(0, 0.99));
   declare_training_flags(parser, flags,
@@ -202,6 +230,7 @@ int run_transformer_train(const TransformerTrainFlags& flags) {
           .dropout(flags.dropout),
       {kTransformerRecipe, data.source_vocabulary, data.target_vocabulary, flags.num_steps,
        flags.data, flags.direction, data.source.rows}};
+  cli::prepare_output_folder("--out", flags.out);
 
   Generator generator(static_cast<uint64_t>(flags.seed));
   Transformer model(info.model, generator);
@@ -220,7 +249,7 @@ int run_transformer_train(const TransformerTrainFlags& flags) {
           .clip_norm(flags.clip)
           .seed(static_cast<uint64_t>(flags.seed))
           .lr_schedule(lr_schedule_from_flag(flags.lr_schedule, flags.epochs)),
-      flags.print_every, out);
+      flags.print_every, flags.out, out);
 
   TrainOutputs outputs;
   outputs.recipe = kTransformerRecipe;

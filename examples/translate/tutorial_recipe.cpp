@@ -12,6 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "examples/common/output_folder.hpp"
+#include "examples/translate/checkpoint_sizes.hpp"
+#include "examples/translate/size_limits.hpp"
 #include "models/seq2seq.hpp"
 #include "models/text/normalize.hpp"
 #include "models/translation/training.hpp"
@@ -27,7 +30,8 @@ namespace fs = std::filesystem;
 void declare_train_flags(cli::Parser& parser, TrainFlags& flags) {
   parser.flag("data", flags.data, "tab-separated English/French pairs (Tatoeba)")
       .flag("reverse", flags.reverse, "translate English -> French instead")
-      .flag("hidden", flags.hidden, "hidden size H of embeddings and GRU states", cli::positive())
+      .flag("hidden", flags.hidden, "hidden size H of embeddings and GRU states",
+            cli::size_at_most(kMaxHidden))
       .choice("decoder", flags.decoder, {"location", "bahdanau"},
               "attention: location (the tutorial's AttnDecoderRNN) or bahdanau (additive)")
       .flag("dropout", flags.dropout, "dropout on the decoder's embedded input",
@@ -77,6 +81,22 @@ void declare_eval_flags(cli::Parser& parser, EvalFlags& flags) {
 }
 
 // ---------------------------------------------------------------- shared
+
+CheckpointInfo read_checked_checkpoint_info(const std::string& path) {
+  CheckpointInfo info = read_checkpoint_info(path);
+  // Every size that builds the model, against the weights it sizes.
+  const translate_checkpoint::CheckpointSizes sizes(path);
+  const Seq2SeqOptions& model = info.model;
+  sizes.require("source_vocabulary", model.source_vocabulary(), "encoder.embedding.weight", 0);
+  sizes.require("target_vocabulary", model.target_vocabulary(), "decoder.embedding.weight", 0);
+  sizes.require("hidden_size", model.hidden_size(), "encoder.embedding.weight", 1);
+  if (model.decoder() == DecoderKind::location) {
+    sizes.require("max_length", model.max_length(), "decoder.attn.weight", 0);
+  }
+  check_checkpoint_size(path, "max_length", model.max_length(), 2, kMaxSteps);
+  sizes.require_dropout(model.dropout());
+  return info;
+}
 
 void print_skipped(std::ostream& out, const text::ReadReport& report, size_t limit) {
   for (size_t i = 0; i < report.skipped.size() && i < limit; ++i) {
@@ -145,9 +165,9 @@ int64_t warn_about_unread_words(const SentenceTranslation& translation, int64_t 
 }  // namespace
 
 int run_translate(const TranslateFlags& flags) {
-  const CheckpointInfo info = read_checkpoint_info(flags.checkpoint);
+  if (!flags.attention.empty()) cli::prepare_output_folder("--attention", flags.attention);
+  const CheckpointInfo info = read_checked_checkpoint_info(flags.checkpoint);
   const std::unique_ptr<Seq2Seq> model = load_model(flags.checkpoint, info);
-  if (!flags.attention.empty()) fs::create_directories(flags.attention);
   int64_t line_number = 0, translated = 0, unknown = 0;
   std::string line;
   while (std::getline(std::cin, line)) {
@@ -185,7 +205,7 @@ int run_translate(const TranslateFlags& flags) {
 // ---------------------------------------------------------------- eval
 
 int run_eval(const EvalFlags& flags) {
-  const CheckpointInfo info = read_checkpoint_info(flags.checkpoint);
+  const CheckpointInfo info = read_checked_checkpoint_info(flags.checkpoint);
   const std::unique_ptr<Seq2Seq> model = load_model(flags.checkpoint, info);
   std::vector<text::SentencePair> pairs;
   std::string name;

@@ -21,6 +21,7 @@
 #include "examples/common/inspect_tools.hpp"
 #include "examples/translate/beam_flags.hpp"
 #include "models/translation/corpus.hpp"
+#include "models/translation/training.hpp"
 
 namespace attograd::translate_tutorial {
 
@@ -86,6 +87,10 @@ int run_translate(const TranslateFlags& flags);
 int run_eval(const EvalFlags& flags);
 
 // ---------------------------------------------------------------- shared by the commands
+
+// read_checkpoint_info, then the sizes its metadata states checked against
+// the limits of size_limits.hpp, before any model of those sizes is built.
+seq2seq::CheckpointInfo read_checked_checkpoint_info(const std::string& path);
 
 // Prints the lines the reader skipped, with file:line, at most `limit` of them.
 void print_skipped(std::ostream& out, const text::ReadReport& report, size_t limit = 10);

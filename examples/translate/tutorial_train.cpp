@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <csignal>
 #include <filesystem>
 #include <functional>
@@ -17,12 +18,14 @@
 #include <string>
 #include <vector>
 
-#include "plot/svg_plot.hpp"
+#include "examples/common/divergence.hpp"
+#include "examples/common/output_folder.hpp"
 #include "examples/translate/tutorial_recipe.hpp"
 #include "models/seq2seq.hpp"
 #include "models/text/normalize.hpp"
 #include "models/translation/corpus.hpp"
 #include "models/translation/training.hpp"
+#include "plot/svg_plot.hpp"
 #include "tensor/error.hpp"
 #include "tensor/parallel.hpp"
 
@@ -149,10 +152,47 @@ struct Session {
   double ms_per_iteration = 0;  // in this session
 };
 
+// Where a run writes, inside --out (created here).
+struct OutputFiles {
+  fs::path folder;
+  fs::path checkpoint;
+  fs::path loss_curve;
+};
+
+// Creates --out and checks it can be written, before any work.
+OutputFiles prepare_output(const std::string& out) {
+  const fs::path folder = out;
+  cli::prepare_output_folder("--out", folder);
+  return {folder, folder / kCheckpointName, folder / "loss.svg"};
+}
+
+// What a divergence leaves untouched.
+std::string kept_files(const OutputFiles& files) {
+  return cli::kept_text(files.checkpoint.string(), fs::exists(files.checkpoint));
+}
+
+// Throws when the run has diverged: a loss since the last check, or (with
+// `weights`) a parameter, is NaN or infinite. Each step's loss goes into the
+// running totals, and stays there (NaN never goes away), so checking them
+// after every iteration names the first bad one.
+void check_not_diverged(Trainer& trainer, const OutputFiles& files, bool weights) {
+  const TrainingProgress& progress = trainer.progress();
+  const std::string when = fmt::format("iteration {}", progress.iteration);
+  const double lr = trainer.options().learning_rate();
+  double loss = progress.print_loss_total + progress.plot_loss_total;
+  if (!progress.interval_losses.empty()) loss += progress.interval_losses.back();
+  if (!progress.plot_losses.empty()) loss += progress.plot_losses.back();
+  if (!std::isfinite(loss)) cli::check_finite_training("loss", loss, when, lr, kept_files(files));
+  if (weights) {
+    cli::check_finite_parameters(trainer.model().named_parameters(), when, lr, kept_files(files));
+  }
+}
+
 // Trains until the iterations are done or Ctrl-C, printing a progress line
-// after each interval and calling `save` every `checkpoint_every` iterations.
+// after each interval and calling `save` every `checkpoint_every` iterations;
+// stops with an Error at the first non-finite loss.
 Session train_session(Trainer& trainer, int64_t checkpoint_every, const std::function<void()>& save,
-                      std::ostream& out) {
+                      const OutputFiles& files, std::ostream& out) {
   Session session;
   session.last_loss =
       trainer.progress().interval_losses.empty() ? 0.0 : trainer.progress().interval_losses.back();
@@ -169,7 +209,10 @@ Session train_session(Trainer& trainer, int64_t checkpoint_every, const std::fun
   };
   hooks.checkpoint_every = checkpoint_every;
   hooks.checkpoint = save;
-  hooks.stop_requested = [] { return interrupted != 0; };
+  hooks.stop_requested = [&] {
+    check_not_diverged(trainer, files, false);
+    return interrupted != 0;
+  };
 
   const int64_t first_iteration = trainer.progress().iteration;
   const double seconds_before = trainer.progress().train_seconds;
@@ -202,25 +245,17 @@ void save_loss_curve(const fs::path& path, const TrainingProgress& progress, int
   chart.save(path);
 }
 
-// Where a run writes, inside --out (created here).
-struct OutputFiles {
-  fs::path folder;
-  fs::path checkpoint;
-  fs::path loss_curve;
-};
-
-OutputFiles prepare_output(const std::string& out) {
-  const fs::path folder = out;
-  fs::create_directories(folder);
-  return {folder, folder / kCheckpointName, folder / "loss.svg"};
-}
-
 // The checkpoint (model, optimizer and all a resumed run needs) and the loss
-// curve so far.
+// curve so far, written as one set, and only from a run that has not diverged.
 void save_run(const OutputFiles& files, const Seq2Seq& model, Trainer& trainer,
               const CheckpointInfo& info) {
-  save_checkpoint(files.checkpoint, model, &trainer.optimizer(), info);
-  save_loss_curve(files.loss_curve, trainer.progress(), info.training.plot_every());
+  check_not_diverged(trainer, files, true);
+  cli::OutputSet set(files.folder);
+  save_checkpoint(set.staged(files.checkpoint.filename().string()), model, &trainer.optimizer(),
+                  info);
+  save_loss_curve(set.staged(files.loss_curve.filename().string()), trainer.progress(),
+                  info.training.plot_every());
+  set.commit();
 }
 
 // ---------------------------------------------------------------- reporting
@@ -301,7 +336,7 @@ int run_train(const TrainFlags& flags) {
 
   // Read and check: the checkpoint to resume, the data, the settings.
   std::optional<CheckpointInfo> resumed;
-  if (!flags.resume.empty()) resumed = read_checkpoint_info(flags.resume);
+  if (!flags.resume.empty()) resumed = read_checked_checkpoint_info(flags.resume);
   const CorpusOptions data = corpus_options(flags, resumed);
   const Corpus corpus = load_corpus(data);
   print_skipped(std::cerr, corpus.report);
@@ -309,6 +344,10 @@ int run_train(const TrainFlags& flags) {
   const RunSettings settings = run_settings(flags, corpus, resumed, out);
   const Seq2SeqOptions& options = settings.model;
   const TrainingOptions& training = settings.training;
+
+  // The output folder before any training: a run must not find out at the
+  // end that it cannot write (bad input, found above, leaves no folder).
+  const OutputFiles files = prepare_output(flags.out);
 
   // Build the model and its trainer, or restore them from the checkpoint.
   Generator initial(training.seed());
@@ -319,7 +358,6 @@ int run_train(const TrainFlags& flags) {
   if (resumed) load_training_state(flags.resume, trainer, *resumed);
 
   // Train, saving every checkpoint_every iterations, at the end and on Ctrl-C.
-  const OutputFiles files = prepare_output(flags.out);
   const auto save = [&] {
     const CheckpointInfo info{options,  corpus.source_vocabulary, corpus.target_vocabulary, data,
                               training, trainer.progress()};
@@ -332,7 +370,7 @@ int run_train(const TrainFlags& flags) {
   // One iteration's graph is drawn with each module (encoder, decoder) as a box.
   cli::InspectSession inspect(flags.inspect,
                               DotOptions().names(model.named_parameters()).collapse_depth(1));
-  const Session session = train_session(trainer, flags.checkpoint_every, save, out);
+  const Session session = train_session(trainer, flags.checkpoint_every, save, files, out);
   inspect.finish(out);
   save();
   if (!session.finished) {

@@ -18,7 +18,9 @@ const std::set<std::string> kInternalHeaders = {
     "tensor/xsimd.hpp",          // needs xsimd, which only the library's sources use; not installed
     "tensor/kernels_simd.hpp",   // the kernels' SIMD helpers, on xsimd; not installed
     "autograd/graph_order.hpp",  // the engine's traversal order
-    "autograd/inspect/hooks.hpp",  // where the engine lets the inspection tools in
+    "autograd/inspect/hooks.hpp",   // where the engine lets the inspection tools in
+    "nn/safetensors_header.hpp",    // the reader's bounded parse, on nlohmann/json
+    "nn/safetensors_messages.hpp",  // the reader's message helpers (the examples quote with them)
 };
 
 std::string read(const fs::path& path) {

@@ -107,9 +107,8 @@ TEST_CASE("every flag type parses in both spellings", "[cli]") {
   CHECK(f.flags.verbose);
   CHECK(f.flags.kernel == "boxcar");
 
-  CHECK(f.parser.parse({"--verbose=false", "--out=", "--kernel=epanechnikov", "--epochs", "+9"}));
+  CHECK(f.parser.parse({"--verbose=false", "--kernel=epanechnikov", "--epochs", "+9"}));
   CHECK(!f.flags.verbose);
-  CHECK(f.flags.out == "");
   CHECK(f.flags.kernel == "epanechnikov");
   CHECK(f.flags.epochs == 9);
   // The last occurrence wins; a value may contain '='.
@@ -131,6 +130,10 @@ TEST_CASE("bad values give one-line messages naming the flag", "[cli]") {
   CHECK(f.error_of({"--epochs", "abc"}) == "--epochs: expected a positive integer, got 'abc'");
   CHECK(f.error_of({"--seed", "1.5"}) == "--seed: expected an integer, got '1.5'");
   CHECK(f.error_of({"--seed", ""}) == "--seed: expected an integer, got ''");
+  CHECK(f.error_of({"--out="}) ==
+        "--out: expected a value, got an empty string (leave the flag out for its default)");
+  CHECK(f.error_of({"--out", ""}) ==
+        "--out: expected a value, got an empty string (leave the flag out for its default)");
   CHECK(f.error_of({"--epochs", "0"}) == "--epochs: expected a positive integer, got '0'");
   CHECK(f.error_of({"--epochs", "99999999999"}) ==
         "--epochs: expected an integer between -2147483648 and 2147483647, got '99999999999'");

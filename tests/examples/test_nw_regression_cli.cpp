@@ -269,7 +269,10 @@ TEST_CASE("nw_regression refuses bad input with one line, status 2, nothing writ
   CHECK(blocked.status == 2);
   CHECK(blocked.out.empty());
   REQUIRE(lines_of(blocked.err).size() == 1);
-  CHECK(blocked.err.rfind("error: --out: cannot create the folder", 0) == 0);
+  CHECK(blocked.err.rfind("error: --out '" + (file / "pictures").string() +
+                              "': cannot create the folder: '" + file.string() +
+                              "' is a file, not a folder",
+                          0) == 0);
   CHECK(read_file(file) == "not a folder");
 }
 

@@ -32,27 +32,8 @@ namespace {
 
 using namespace attograd::testing::translate_program;
 
-// A quick batched run: the first 64 pairs of the shipped file, a tiny model.
 std::vector<std::string> quick_train(const fs::path& out, int epochs) {
-  return {"train",
-          "--recipe",
-          "batched",
-          "--data",
-          kShippedData.string(),
-          "--out",
-          out.string(),
-          "--num-examples",
-          "64",
-          "--epochs",
-          std::to_string(epochs),
-          "--embed",
-          "8",
-          "--hidden",
-          "8",
-          "--print-every",
-          "1",
-          "--lr",
-          "0.02"};
+  return quick_batched_train(out, epochs);
 }
 
 std::vector<std::string> with(std::vector<std::string> arguments,

@@ -23,25 +23,7 @@ namespace {
 using namespace attograd::testing::translate_program;
 
 std::vector<std::string> quick_train(const fs::path& out, int epochs) {
-  return {"train",
-          "--recipe",
-          "transformer",
-          "--data",
-          kShippedData.string(),
-          "--out",
-          out.string(),
-          "--num-examples",
-          "64",
-          "--epochs",
-          std::to_string(epochs),
-          "--hidden",
-          "8",
-          "--heads",
-          "2",
-          "--ffn",
-          "16",
-          "--print-every",
-          "1"};
+  return quick_transformer_train(out, epochs);
 }
 
 }  // namespace

@@ -593,6 +593,30 @@ TEST_CASE("Training checkpoints refuse the wrong optimizer and change nothing", 
                       Contains("holds Adam optimizer state, but the optimizer is SGD"));
     CHECK(values(same_shape) == before);
   }
+  SECTION("NaN or infinity in a weight or in the optimizer's state") {
+    // A checkpoint that fits the net exactly but for one non-finite value.
+    Net fitting(5);
+    nn::Adam fitting_adam(fitting.named_parameters(), nn::AdamOptions(0.05));
+    train(fitting_adam, fitting, 2);
+    const fs::path pristine = folder / "fits.safetensors";
+    nn::save_training_state(pristine, fitting, &fitting_adam, {});
+    REQUIRE_NOTHROW(nn::load_training_state(pristine, fitting, &fitting_adam));
+    const fs::path damaged = folder / "damaged.safetensors";
+    for (const auto& [tensor, value] :
+         {std::pair<std::string, real>{"out.bias", std::numeric_limits<real>::quiet_NaN()},
+          {"optimizer.exp_avg_sq.hidden.weight", std::numeric_limits<real>::infinity()}}) {
+      INFO(tensor);
+      nn::TensorFile file = nn::read_safetensors(pristine);  // fresh tensors, not shared
+      for (auto& [name, values] : file.tensors) {
+        if (name == tensor) values.data()[0] = value;
+      }
+      nn::write_safetensors(damaged, file);
+      CHECK_THROWS_WITH(nn::load_training_state(damaged, net, &adam),
+                        Contains("1 problem, nothing was changed") &&
+                            Contains("tensor '" + tensor + "'") && Contains("at flat index 0"));
+      check_unchanged();
+    }
+  }
   SECTION("a model checkpoint has no optimizer state") {
     const fs::path model_only = folder / "model.safetensors";
     nn::save(Net(1), model_only);

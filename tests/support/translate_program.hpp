@@ -6,7 +6,9 @@
 #pragma once
 
 #include <filesystem>
+#include <string>
 #include <type_traits>
+#include <vector>
 
 #include "tensor/shape.hpp"
 #include "tests/support/picture.hpp"
@@ -30,5 +32,27 @@ using testing::TemporaryFolder;
 using testing::write_file;
 using Run = testing::ProgramRun;
 inline const testing::Program run(kBinary);
+
+// A quick train command line: the first 64 pairs of the shipped file, a
+// progress line every epoch, and `model`'s flags (a tiny model).
+inline std::vector<std::string> quick_train_arguments(const std::string& recipe,
+                                                      const fs::path& out, int epochs,
+                                                      const std::vector<std::string>& model) {
+  std::vector<std::string> arguments = {
+      "train",      "--recipe",       recipe, "--data",   kShippedData.string(),  "--out",
+      out.string(), "--num-examples", "64",   "--epochs", std::to_string(epochs), "--print-every",
+      "1"};
+  arguments.insert(arguments.end(), model.begin(), model.end());
+  return arguments;
+}
+// The batched recipe's (Adam lr 0.02, the last argument) and the Transformer's.
+inline std::vector<std::string> quick_batched_train(const fs::path& out, int epochs) {
+  return quick_train_arguments("batched", out, epochs,
+                               {"--embed", "8", "--hidden", "8", "--lr", "0.02"});
+}
+inline std::vector<std::string> quick_transformer_train(const fs::path& out, int epochs) {
+  return quick_train_arguments("transformer", out, epochs,
+                               {"--hidden", "8", "--heads", "2", "--ffn", "16"});
+}
 
 }  // namespace attograd::testing::translate_program
