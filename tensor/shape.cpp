@@ -44,12 +44,26 @@ std::string Shape::str() const {
   return out + ")";
 }
 
+int64_t Shape::numel_overflowed() const {
+  if (std::find(begin(), end(), 0) != end()) return 0;  // a zero size empties any product
+  std::string product;                                  // "4611686018427387904 × 4"
+  for (size_t i = 0; i < size(); ++i) {
+    product += (i > 0 ? " × " : "") + std::to_string((*this)[i]);
+  }
+  fail(
+      "shape {}: its {} elements overflow a 64-bit count; no tensor can hold them (a size came "
+      "from a damaged file or an unchecked computation)",
+      str(), product);
+}
+
 Strides contiguous_strides(const Shape& shape) {
   Strides strides(shape.size());
   int64_t step = 1;
   for (int64_t axis = shape.ndim() - 1; axis >= 0; --axis) {
     strides[axis] = step;
-    step *= shape[axis];
+    if (__builtin_mul_overflow(step, shape[axis], &step)) {
+      return Strides(shape.size(), shape.numel());  // numel() throws, or is 0
+    }
   }
   return strides;
 }

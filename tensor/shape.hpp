@@ -131,13 +131,23 @@ class Shape : public Dims {
 
   int64_t ndim() const { return static_cast<int64_t>(size()); }
   // Number of elements: the product of the sizes (1 for a 0-d scalar).
+  // Throws, naming the shape, when the product does not fit in int64_t
+  // (e.g. (4611686018427387904,4), from a hostile file), instead of wrapping.
   int64_t numel() const {
     int64_t n = 1;
-    for (int64_t size : *this) n *= size;
+    for (int64_t size : *this) {
+      if (__builtin_mul_overflow(n, size, &n)) [[unlikely]] {
+        return numel_overflowed();
+      }
+    }
     return n;
   }
   // "(2,3)" — the form used in every error message.
   std::string str() const;
+
+ private:
+  // numel() when a partial product overflowed: 0 if a size is 0, else throws.
+  [[gnu::cold]] int64_t numel_overflowed() const;
 };
 
 using Strides = Dims;

@@ -67,6 +67,24 @@ TEST_CASE("a fresh tensor is contiguous with row-major strides", "[tensor]") {
   CHECK(scalar(5).item() == 5);
 }
 
+TEST_CASE("numel refuses a product that overflows 64 bits, naming the sizes", "[tensor][shape]") {
+  const int64_t two_to_62 = int64_t{1} << 62;
+  CHECK(Shape{two_to_62, 1}.numel() == two_to_62);
+  CHECK(Shape{two_to_62, 4, 0}.numel() == 0);  // a zero size empties it, overflow or not
+  CHECK(Shape{0, two_to_62, 4}.numel() == 0);
+  for (const Shape& shape :
+       {Shape{two_to_62, 4}, Shape{3, two_to_62}, Shape{1 << 30, 1 << 30, 1 << 30}}) {
+    INFO(shape.str());
+    CHECK_THROWS_WITH(shape.numel(),
+                      Catch::Contains(shape.str()) && Catch::Contains("overflow a 64-bit count"));
+  }
+  CHECK_THROWS_WITH(Shape({two_to_62, 4}).numel(),
+                    Catch::StartsWith("shape (4611686018427387904,4): its 4611686018427387904 × 4 "
+                                      "elements overflow a 64-bit count"));
+  CHECK_THROWS_AS(contiguous_strides(Shape{two_to_62, 4, 2}), Error);
+  CHECK_THROWS_AS(Tensor::empty({two_to_62, 4}), Error);
+}
+
 TEST_CASE("copying a Tensor shares it", "[tensor]") {
   Tensor a = zeros({2});
   Tensor b = a;
