@@ -1,14 +1,18 @@
 // bench/bench_kernels.cpp — how fast are the kernels on this machine?
 //
-//   ./build/bench/bench_kernels [attention]   (the float library, one core)
+//   ./build/bench/bench_kernels [attention | matmul]   (the float library)
 //
-// Three tables:
+// The tables:
 //   1. The machine's single-core FMA peak, measured here: a loop of
 //      independent xsimd FMAs on registers, no memory traffic, so it runs at
 //      the core's FMA throughput. That is the ceiling for every other number.
-//   2. matmul GFLOP/s (2·M·K·N flops per product) for square sizes and for
-//      the shapes a seq2seq decoder step hits (one row times a weight stored
-//      (out, in), the NT layout), with the fraction of the peak.
+//   2. matmul GFLOP/s (2·M·K·N flops per product) for square sizes, the
+//      shapes a seq2seq model hits (one row or a batch times a weight stored
+//      (out, in), the NT layout; a weight gradient, TN) and attention's bmm,
+//      with the fraction of the peak and, when CMake found OpenBLAS, its
+//      cblas_sgemm on the same product in the same run and the ratio. 2b is
+//      the same on two threads (wall clock). `bench_kernels matmul` runs
+//      tables 1, 2 and 2b alone.
 //   3. SIMD versus the scalar reference loops (kernels::scalar) for exp,
 //      tanh, softmax rows and sum.
 //   4. The same comparison per call for the small kernels of one epoch of
@@ -30,27 +34,32 @@
 #include <vector>
 
 #include "attograd.hpp"
+#include "bench/openblas.hpp"
 #include "bench/timing.hpp"
 #include "tensor/kernels_simd.hpp"
 #include "tensor/parallel.hpp"
 
 using namespace attograd;
 
-using attograd::bench::thread_seconds;
+using attograd::bench::openblas_matmul;
 
 namespace {
 
 constexpr int kSamples = 7;
 constexpr double kMinimumSampleSeconds = 0.02;
 
+// The clock samples are timed with: this thread's CPU time, except while the
+// two-thread table runs (bench/timing.hpp says why).
+double (*clock_seconds)() = bench::thread_seconds;
+
 // How many calls of `work` make one sample of at least kMinimumSampleSeconds.
 template <typename Work>
 int64_t calls_per_sample(Work&& work) {
   int64_t calls = 1;
   for (;;) {
-    const double start = thread_seconds();
+    const double start = clock_seconds();
     for (int64_t i = 0; i < calls; ++i) work();
-    const double seconds = thread_seconds() - start;
+    const double seconds = clock_seconds() - start;
     if (seconds >= kMinimumSampleSeconds) return calls;
     calls *= seconds < kMinimumSampleSeconds / 10 ? 10 : 2;
   }
@@ -59,9 +68,9 @@ int64_t calls_per_sample(Work&& work) {
 // Seconds per call, averaged over one sample of `calls` calls.
 template <typename Work>
 double sample_seconds(Work&& work, int64_t calls) {
-  const double start = thread_seconds();
+  const double start = clock_seconds();
   for (int64_t i = 0; i < calls; ++i) work();
-  return (thread_seconds() - start) / double(calls);
+  return (clock_seconds() - start) / double(calls);
 }
 
 double median(std::vector<double> values) {
@@ -91,19 +100,23 @@ class FmaPeak {
 
   void operator()() {
     Batch acc[kAccumulators];
-    for (int j = 0; j < kAccumulators; ++j) acc[j] = Batch(real(j + 1) * real(1e-3));
+    const real start = start_;  // read afresh each call: the loop is not hoisted out of a sample
+    for (int j = 0; j < kAccumulators; ++j) acc[j] = Batch(real(j + 1) * start);
     const Batch m(real(0.999999)), a(real(1e-7));
     for (int64_t i = 0; i < kIterations; ++i) {
       for (int j = 0; j < kAccumulators; ++j) acc[j] = kernels::simd::fma(acc[j], m, a);
     }
     Batch total = acc[0];
     for (int j = 1; j < kAccumulators; ++j) total += acc[j];
-    total.store_unaligned(sink_.data());  // keeps the loop from being optimised away
+    // A volatile store keeps the loop from being optimised away, even where the
+    // FmaPeak object is never read again (a sample timer's local one).
+    sink_ = xsimd::hadd(total);
   }
   static double flops() { return 2.0 * double(Batch::size) * kAccumulators * double(kIterations); }
 
  private:
-  std::array<real, Batch::size> sink_{};
+  volatile real start_ = real(1e-3);
+  volatile real sink_ = 0;
 };
 
 double fma_peak_gflops() {
@@ -115,66 +128,116 @@ double fma_peak_gflops() {
 
 struct MatmulCase {
   std::string name;
-  int64_t M, K, N;
+  int64_t batches, M, K, N;  // batches > 1: a bmm of that many products
   kernels::Layout a_layout, b_layout;
-  bool with_scalar;  // also time the scalar loop (skipped where it would take long)
 };
 
-void matmul_table() {
+const std::vector<MatmulCase>& matmul_cases() {
   using kernels::Layout;
-  const std::vector<MatmulCase> cases = {
-      {"64 x 64 @ 64 x 64 (NN)", 64, 64, 64, Layout::normal, Layout::normal, true},
-      {"128 x 128 @ 128 x 128 (NN)", 128, 128, 128, Layout::normal, Layout::normal, true},
-      {"256 x 256 @ 256 x 256 (NN)", 256, 256, 256, Layout::normal, Layout::normal, true},
-      {"512 x 512 @ 512 x 512 (NN)", 512, 512, 512, Layout::normal, Layout::normal, false},
-      {"256 x 256 @ (256 x 256)T (NT)", 256, 256, 256, Layout::normal, Layout::transposed, true},
-      {"(256 x 256)T @ 256 x 256 (TN)", 256, 256, 256, Layout::transposed, Layout::normal, true},
-      {"1 x 256 @ (768 x 256)T (NT, GRU gates)", 1, 256, 768, Layout::normal, Layout::transposed,
-       true},
-      {"1 x 256 @ (2803 x 256)T (NT, output layer)", 1, 256, 2803, Layout::normal,
-       Layout::transposed, true},
-      {"64 x 256 @ (768 x 256)T (NT, batch 64)", 64, 256, 768, Layout::normal, Layout::transposed,
-       true},
+  static const std::vector<MatmulCase> cases = {
+      {"64 x 64 @ 64 x 64 (NN)", 1, 64, 64, 64, Layout::normal, Layout::normal},
+      {"128 x 128 @ 128 x 128 (NN)", 1, 128, 128, 128, Layout::normal, Layout::normal},
+      {"256 x 256 @ 256 x 256 (NN)", 1, 256, 256, 256, Layout::normal, Layout::normal},
+      {"512 x 512 @ 512 x 512 (NN)", 1, 512, 512, 512, Layout::normal, Layout::normal},
+      {"1024 x 1024 @ 1024 x 1024 (NN)", 1, 1024, 1024, 1024, Layout::normal, Layout::normal},
+      {"256 x 256 @ (256 x 256)T (NT)", 1, 256, 256, 256, Layout::normal, Layout::transposed},
+      {"(256 x 256)T @ 256 x 256 (TN)", 1, 256, 256, 256, Layout::transposed, Layout::normal},
+      {"1 x 256 @ (768 x 256)T (NT, GRU gates)", 1, 1, 256, 768, Layout::normal,
+       Layout::transposed},
+      {"1 x 256 @ (2803 x 256)T (NT, output layer)", 1, 1, 256, 2803, Layout::normal,
+       Layout::transposed},
+      {"64 x 256 @ (768 x 256)T (NT, batch 64)", 1, 64, 256, 768, Layout::normal,
+       Layout::transposed},
+      {"(768 x 64)T @ 64 x 256 (TN, dW batch 64)", 1, 768, 64, 256, Layout::transposed,
+       Layout::normal},
+      {"640 x 256 @ (2297 x 256)T (NT, T 10 B 64)", 1, 640, 256, 2297, Layout::normal,
+       Layout::transposed},
+      {"bmm 64 x (10 x 256 @ 256 x 10) (NN)", 64, 10, 256, 10, Layout::normal, Layout::normal},
   };
-  fmt::print(
-      "\n2. matmul, one core (medians of {} samples; each sample's share of the peak is taken\n"
-      "   against an FMA-peak sample measured just before it)\n\n",
-      kSamples);
-  fmt::print("{:<44} {:>10} {:>8} {:>12} {:>8}\n", "shape (layout)", "GFLOP/s", "of peak",
-             "scalar GF/s", "speedup");
-  Generator generator(1);
-  FmaPeak fma_peak;
-  const int64_t peak_calls = calls_per_sample(fma_peak);
-  for (const MatmulCase& c : cases) {
-    const std::vector<real> a = uniform({c.M * c.K}, -1, 1, generator).to_vector();
-    const std::vector<real> b = uniform({c.K * c.N}, -1, 1, generator).to_vector();
-    std::vector<real> out(c.M * c.N);
-    const double flops = 2.0 * double(c.M) * double(c.K) * double(c.N);
-    auto product = [&] {
-      kernels::matmul_forward(out.data(), a.data(), c.a_layout, b.data(), c.b_layout, c.M, c.K,
-                              c.N);
-    };
-    const int64_t calls = calls_per_sample(product);
-    std::vector<double> gflops, shares;
-    for (int s = 0; s < kSamples; ++s) {
-      const double peak_now = FmaPeak::flops() / sample_seconds(fma_peak, peak_calls) * 1e-9;
-      gflops.push_back(flops / sample_seconds(product, calls) * 1e-9);
-      shares.push_back(gflops.back() / peak_now);
+  return cases;
+}
+
+// GFLOP/s of attograd and of OpenBLAS (0 without it) for one case, medians of
+// kSamples alternating samples of attograd and OpenBLAS (when found).
+struct MatmulRow {
+  double attograd, openblas;
+};
+
+MatmulRow time_matmul(const MatmulCase& c, Generator& generator) {
+  const int64_t a_size = c.M * c.K, b_size = c.K * c.N, c_size = c.M * c.N;
+  const std::vector<real> a = uniform({c.batches * a_size}, -1, 1, generator).to_vector();
+  const std::vector<real> b = uniform({c.batches * b_size}, -1, 1, generator).to_vector();
+  std::vector<real> out(c.batches * c_size);
+  auto ours = [&] {
+    kernels::bmm_forward(out.data(), a.data(), c.a_layout, a_size, b.data(), c.b_layout, b_size,
+                         c.batches, c.M, c.K, c.N);
+  };
+  auto theirs = [&] {
+    for (int64_t i = 0; i < c.batches; ++i) {
+      openblas_matmul(out.data() + i * c_size, a.data() + i * a_size, c.a_layout,
+                      b.data() + i * b_size, c.b_layout, c.M, c.K, c.N);
     }
-    const double simd = median(gflops);
-    if (c.with_scalar) {
-      const double scalar = flops / median_seconds([&] {
-                              kernels::scalar::matmul_forward(out.data(), a.data(), c.a_layout,
-                                                              b.data(), c.b_layout, c.M, c.K, c.N);
-                            }) *
-                            1e-9;
-      fmt::print("{:<44} {:>10.1f} {:>7.0f}% {:>12.2f} {:>7.1f}x\n", c.name, simd,
-                 100 * median(shares), scalar, simd / scalar);
-    } else {
-      fmt::print("{:<44} {:>10.1f} {:>7.0f}% {:>12} {:>8}\n", c.name, simd, 100 * median(shares),
-                 "-", "-");
-    }
+  };
+  const double flops = 2.0 * double(c.batches * c.M) * double(c.K) * double(c.N);
+  const int64_t our_calls = calls_per_sample(ours);
+  const int64_t their_calls = bench::kHaveOpenblas ? calls_per_sample(theirs) : 0;
+  std::vector<double> gflops, blas;
+  for (int s = 0; s < kSamples; ++s) {
+    gflops.push_back(flops / sample_seconds(ours, our_calls) * 1e-9);
+    if (bench::kHaveOpenblas) blas.push_back(flops / sample_seconds(theirs, their_calls) * 1e-9);
   }
+  return {median(gflops), bench::kHaveOpenblas ? median(blas) : 0};
+}
+
+// peak: the FMA peak in GFLOP/s the share is taken of (0: no share printed).
+void print_matmul_row(const std::string& name, const MatmulRow& row, double peak) {
+  const std::string share = peak > 0 ? fmt::format("{:.0f}%", 100 * row.attograd / peak) : "-";
+  if (bench::kHaveOpenblas) {
+    fmt::print("{:<44} {:>10.1f} {:>8} {:>10.1f} {:>9.2f}\n", name, row.attograd, share,
+               row.openblas, row.attograd / row.openblas);
+  } else {
+    fmt::print("{:<44} {:>10.1f} {:>8} {:>10} {:>9}\n", name, row.attograd, share, "-", "-");
+  }
+}
+
+void matmul_header() {
+  fmt::print("{:<44} {:>10} {:>8} {:>10} {:>9}\n", "shape (layout)", "GFLOP/s", "of peak",
+             "OpenBLAS", "ratio");
+}
+
+void matmul_table() {
+  fmt::print(
+      "\n2. matmul, one core (medians of {} samples; the share is of the FMA peak measured\n"
+      "   again when the table starts; OpenBLAS {} in the same run, alternating with\n"
+      "   attograd, one thread; ratio = attograd / OpenBLAS, above 1 is faster)\n\n",
+      kSamples, bench::kHaveOpenblas ? "cblas_?gemm" : "not found at configure time");
+  matmul_header();
+  bench::openblas_threads(1);
+  Generator generator(1);
+  const double peak = fma_peak_gflops();
+  for (const MatmulCase& c : matmul_cases()) {
+    print_matmul_row(c.name, time_matmul(c, generator), peak);
+  }
+}
+
+// The products of table 2 from 64 rows up, on two threads each (attograd's
+// pool and OpenBLAS's), timed by the wall clock: on a shared host other
+// processes inflate both sides of a row alike.
+void matmul_two_threads_table() {
+  fmt::print("\n2b. matmul, two threads (wall clock, medians of {} samples)\n\n", kSamples);
+  matmul_header();
+  const int threads = parallel::num_threads();
+  parallel::set_num_threads(2);
+  bench::openblas_threads(2);
+  clock_seconds = bench::wall_seconds;
+  Generator generator(2);
+  for (const MatmulCase& c : matmul_cases()) {
+    if (c.M == 1) continue;
+    print_matmul_row(c.name, time_matmul(c, generator), 0);
+  }
+  clock_seconds = bench::thread_seconds;
+  bench::openblas_threads(1);
+  parallel::set_num_threads(threads);
 }
 
 // ---- 3. SIMD versus scalar -----------------------------------------------------
@@ -379,6 +442,8 @@ int main(int argc, char** argv) {
       "\n1. FMA peak, one core: {:.1f} GFLOP/s ({}-lane {} FMAs, 12 chains, registers only)\n",
       peak, xsimd::batch<real>::size, sizeof(real) == 4 ? "float" : "double");
   matmul_table();
+  matmul_two_threads_table();
+  if (argc > 1 && std::string(argv[1]) == "matmul") return 0;  // tables 1, 2 and 2b alone
   speedup_table();
   attention_table();
   return 0;

@@ -409,7 +409,7 @@ TEST_CASE("matmul kernels: SIMD equals scalar in all four layouts", "[kernels]")
       for (int64_t N : small) cases.push_back({M, K, N});
     }
   }
-  // Long products: K past the kernel's K-block of 256, and a 10,000-long side.
+  // Long products: K past the GEMM's K block, and a 10,000-long side.
   for (Sizes s : {Sizes{1, 10000, 17}, Sizes{17, 10000, 1}, Sizes{2, 17, 10000}, Sizes{10000, 7, 9},
                   Sizes{9, 600, 40}, Sizes{33, 257, 31}}) {
     cases.push_back(s);
@@ -459,7 +459,7 @@ TEST_CASE("add_scaled_product_tn: SIMD equals scalar, and adds exactly what matm
       for (int64_t N : small) cases.push_back({M, K, N});
     }
   }
-  // Past the K-block of 256 that matmul_forward cuts its sums into, and long sides.
+  // Past the GEMM's K block, and long sides.
   for (Sizes s : {Sizes{33, 257, 31}, Sizes{9, 600, 40}, Sizes{10000, 7, 9}, Sizes{2, 17, 10000}}) {
     cases.push_back(s);
   }

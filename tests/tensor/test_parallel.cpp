@@ -20,6 +20,7 @@
 #include "tensor/factory.hpp"
 #include "tensor/kernels.hpp"
 #include "tensor/parallel.hpp"
+#include "tests/support/thread_settings.hpp"
 
 using namespace attograd;
 using Catch::Matchers::Contains;
@@ -27,24 +28,7 @@ using Catch::Matchers::Contains;
 namespace {
 
 // Sets the thread count and threshold for one test, and restores them.
-class ThreadSettings {
- public:
-  ThreadSettings(int threads, int64_t min_work)
-      : threads_(parallel::num_threads()), min_work_(parallel::min_parallel_work()) {
-    parallel::set_num_threads(threads);
-    parallel::set_min_parallel_work(min_work);
-  }
-  ~ThreadSettings() {
-    parallel::set_num_threads(threads_);
-    parallel::set_min_parallel_work(min_work_);
-  }
-  ThreadSettings(const ThreadSettings&) = delete;
-  ThreadSettings& operator=(const ThreadSettings&) = delete;
-
- private:
-  int threads_;
-  int64_t min_work_;
-};
+using testing::ThreadSettings;
 
 std::vector<real> random_values(int64_t n, Generator& generator) {
   std::vector<real> values(static_cast<size_t>(n));
@@ -145,8 +129,8 @@ TEST_CASE("parallel: threaded matmul kernels equal single-threaded ones bit for 
   struct Case {
     int64_t M, K, N;
   };
-  // M = 1 (one block), 5 and 13 (a partial last block of rows), K past the
-  // K-blocks of the nn (256) and tn (64) kernels, N off the SIMD width.
+  // M = 1 (one row: matvec), 5 and 13 (a partial last share of rows), K past
+  // the GEMM's K block (tensor/kernels_gemm.hpp), N off the SIMD width.
   const std::vector<Case> cases = {{1, 3, 5}, {5, 7, 9}, {13, 300, 17}, {64, 96, 33}, {9, 70, 1}};
   Generator generator(7);
   for (const Case& s : cases) {

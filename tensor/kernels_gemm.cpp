@@ -1,0 +1,339 @@
+// tensor/kernels_gemm.cpp — the general matrix product: the scalar
+// specification first, then the packed, register-blocked xsimd version that
+// must equal it bit for bit (docs/kernels.md, "GEMM", draws the tiles).
+#include "tensor/kernels_gemm.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <utility>
+#include <vector>
+
+#include "tensor/kernels_simd.hpp"
+#include "tensor/parallel.hpp"
+
+namespace attograd::kernels {
+
+namespace scalar {
+
+void gemm(real* c, int64_t ldc, MatrixRef a, MatrixRef b, int64_t M, int64_t K, int64_t N,
+          GemmInto into) {
+  for (int64_t i = 0; i < M; ++i) {
+    for (int64_t j = 0; j < N; ++j) {
+      real total = 0;
+      for (int64_t k = 0; k < K; ++k) total = std::fma(a.at(i, k), b.at(k, j), total);
+      real& out = c[i * ldc + j];
+      out = into.add_scaled ? std::fma(into.alpha, total, out) : total;
+    }
+  }
+}
+
+}  // namespace scalar
+
+#if ATTOGRAD_USE_SIMD
+
+using namespace simd;
+
+namespace {
+
+// The operand m with its first row and column moved to (r0, c0): a block of it.
+MatrixRef block(MatrixRef m, int64_t r0, int64_t c0) {
+  const int64_t offset = m.layout == Layout::normal ? r0 * m.ld + c0 : c0 * m.ld + r0;
+  return {m.data + offset, m.layout, m.ld};
+}
+
+// ---- Register blocking -----------------------------------------------------
+// A micro-tile is h rows × NV·W columns of c (h ≤ kMaxTileRows, NV ≤ 2), held
+// in h·NV accumulators for a whole block of k. Each step of k loads NV
+// vectors of the packed B panel and broadcasts h values of the packed A
+// tile: h·NV FMAs for NV + h loads. AVX-512 has 32 vector registers, so 8
+// rows × 2 vectors (16 accumulators); AVX2 and the others 16, so 6 × 2.
+constexpr int kPanelVectors = 2;
+constexpr int64_t kPanelWidth = kPanelVectors * W;
+constexpr int kMaxTileRows = sizeof(Batch) >= 64 ? 8 : 6;
+
+// The `count` values at p (all W when count ≥ W; the rest of the lanes 0).
+Batch load_columns(const real* p, int64_t count) {
+  return count >= W ? load(p) : load_partial(p, count, 0);
+}
+void store_columns(real* p, Batch value, int64_t count) {
+  if (count >= W) {
+    value.store_unaligned(p);
+  } else {
+    store_partial(p, value, count);
+  }
+}
+
+// Where a micro-tile finds A's entry (r, k): a[r·row_step + k·k_step] — a
+// packed tile (row_step 1, k_step h) or, when packing would not pay (one
+// panel only), the operand in place.
+struct TileRows {
+  const real* a;
+  int64_t row_step, k_step;
+};
+
+// c (MR × cols, row stride ldc, cols ≤ NV·W) = the product of the A tile
+// (MR × kc) and the packed B panel bp (kc × NV·W: bp[k·NV·W + j]), the sums
+// started from zero or, for the later blocks of k, continued from what c
+// holds: either way one FMA chain per entry in k order.
+template <int MR, int NV>
+void micro_tile(real* c, int64_t ldc, TileRows a, const real* bp, int64_t kc, int64_t cols,
+                bool continue_sum) {
+  Batch acc[MR][NV];
+  for (int r = 0; r < MR; ++r) {
+    for (int v = 0; v < NV; ++v) {
+      acc[r][v] = continue_sum ? load_columns(c + r * ldc + v * W, cols - v * W) : Batch(real(0));
+    }
+  }
+  for (int64_t k = 0; k < kc; ++k) {
+    Batch column[NV];
+    for (int v = 0; v < NV; ++v) column[v] = load(bp + k * NV * W + v * W);
+    for (int r = 0; r < MR; ++r) {
+      const Batch scale(a.a[r * a.row_step + k * a.k_step]);
+      for (int v = 0; v < NV; ++v) acc[r][v] = simd::fma(scale, column[v], acc[r][v]);
+    }
+  }
+  for (int r = 0; r < MR; ++r) {
+    for (int v = 0; v < NV; ++v) store_columns(c + r * ldc + v * W, acc[r][v], cols - v * W);
+  }
+}
+
+using MicroTile = void (*)(real*, int64_t, TileRows, const real*, int64_t, int64_t, bool);
+
+template <int NV, size_t... Rows>
+constexpr std::array<MicroTile, sizeof...(Rows)> tiles_of_width(std::index_sequence<Rows...>) {
+  return {&micro_tile<int(Rows) + 1, NV>...};
+}
+// kMicroTiles[NV − 1][h − 1] is the tile of h rows and NV vectors.
+constexpr std::array<std::array<MicroTile, kMaxTileRows>, kPanelVectors> kMicroTiles = {
+    tiles_of_width<1>(std::make_index_sequence<kMaxTileRows>{}),
+    tiles_of_width<2>(std::make_index_sequence<kMaxTileRows>{})};
+
+// ---- Cache blocking ----------------------------------------------------------
+// kc: a B panel (kc × 2W) fills half of L1, leaving room for the A tile
+//     streaming past it;
+// mc: the packed A block (mc × kc) half of L2, a whole number of full tiles;
+// nc: the packed B block (kc × nc) at most 4 MB of L3 (virtual machines report
+//     the whole socket's L3, which one core does not get).
+struct Blocks {
+  int64_t kc, mc, nc;
+};
+
+#if defined(_SC_LEVEL1_DCACHE_SIZE)
+int64_t cache_size(int name, int64_t fallback) {
+  const long size = sysconf(name);
+  return size > 0 ? size : fallback;
+}
+#endif
+
+const Blocks& blocks() {
+  static const Blocks sizes = [] {
+    constexpr int64_t bytes = sizeof(real);
+#if defined(_SC_LEVEL1_DCACHE_SIZE)
+    const int64_t l1 = cache_size(_SC_LEVEL1_DCACHE_SIZE, 32 << 10);
+    const int64_t l2 = cache_size(_SC_LEVEL2_CACHE_SIZE, 512 << 10);
+    const int64_t l3 = cache_size(_SC_LEVEL3_CACHE_SIZE, 8 << 20);
+#else
+    const int64_t l1 = 32 << 10, l2 = 512 << 10, l3 = 8 << 20;
+#endif
+    const int64_t kc = std::clamp<int64_t>(l1 / 2 / (kPanelWidth * bytes), 32, 1024);
+    int64_t mc = std::clamp<int64_t>(l2 / 2 / (kc * bytes), kMaxTileRows, 4096);
+    mc -= mc % kMaxTileRows;
+    int64_t nc =
+        std::clamp<int64_t>(std::min<int64_t>(l3 / 4, 4 << 20) / (kc * bytes), kPanelWidth, 16384);
+    nc -= nc % kPanelWidth;
+    return Blocks{kc, mc, nc};
+  }();
+  return sizes;
+}
+
+// ---- Packing -----------------------------------------------------------------
+// The h rows of a from (i0, k0), kc steps of k, as ap[k·h + r]: the order the
+// micro-tile reads them, whatever a's layout.
+void pack_tile(real* ap, MatrixRef a, int64_t i0, int h, int64_t k0, int64_t kc) {
+  const MatrixRef from = block(a, i0, k0);
+  if (a.layout == Layout::transposed) {
+    for (int64_t k = 0; k < kc; ++k) {
+      for (int r = 0; r < h; ++r) ap[k * h + r] = from.data[k * from.ld + r];
+    }
+  } else {
+    for (int r = 0; r < h; ++r) {
+      for (int64_t k = 0; k < kc; ++k) ap[k * h + r] = from.data[r * from.ld + k];
+    }
+  }
+}
+
+// The `cols` columns of b from (k0, j0), kc steps of k, as a panel `width`
+// wide (bp[k·width + j]), the columns past `cols` zero.
+void pack_panel(real* bp, MatrixRef b, int64_t k0, int64_t kc, int64_t j0, int64_t cols,
+                int64_t width) {
+  const MatrixRef from = block(b, k0, j0);
+  if (b.layout == Layout::normal) {  // a row of the panel is a piece of a row of b
+    for (int64_t k = 0; k < kc; ++k) {
+      const real* row = from.data + k * from.ld;
+      real* out = bp + k * width;
+      for (int64_t j = 0; j < width; j += W) {
+        const int64_t count = cols - j;
+        if (count >= W) {
+          load(row + j).store_aligned(out + j);
+        } else {  // zeros, then the last few values over them (no load of just-stored lanes)
+          Batch(real(0)).store_aligned(out + j);
+          for (int64_t i = 0; i < W; ++i) {
+            if (i < count) out[j + i] = row[j + i];
+          }
+        }
+      }
+    }
+  } else {
+    for (int64_t k = 0; k < kc; ++k)
+      std::fill(bp + k * width + cols, bp + (k + 1) * width, real(0));
+    for (int64_t j = 0; j < cols; ++j) {
+      for (int64_t k = 0; k < kc; ++k) bp[k * width + j] = from.data[j * from.ld + k];
+    }
+  }
+}
+
+// The row tiles of a block of m rows: as few as kMaxTileRows allows, their
+// heights differing by at most one (10 rows: 5 + 5, not 8 + 2), so that no
+// tile has too few accumulators to hide the FMA latency.
+struct RowTiles {
+  int64_t count, base, larger;  // the first `larger` tiles have base + 1 rows
+  explicit RowTiles(int64_t m)
+      : count((m + kMaxTileRows - 1) / kMaxTileRows), base(m / count), larger(m % count) {}
+  int height(int64_t t) const { return static_cast<int>(base + (t < larger ? 1 : 0)); }
+  int64_t start(int64_t t) const { return t * base + std::min(t, larger); }
+};
+
+// Packing space, one per thread, grown as needed and kept.
+using AlignedBuffer = std::vector<real, xsimd::aligned_allocator<real, 64>>;
+struct Workspace {
+  AlignedBuffer a, b, product;
+};
+Workspace& workspace() {
+  thread_local Workspace space;
+  return space;
+}
+real* room(AlignedBuffer& buffer, int64_t size) {
+  if (static_cast<int64_t>(buffer.size()) < size) buffer.resize(static_cast<size_t>(size));
+  return buffer.data();
+}
+
+// c = a @ b for M, K, N ≥ 1 on this thread: for each N block, each K block
+// (packing its B panels once), each M block (packing its A tiles once), every
+// panel against every tile, so a panel stays in L1 while the tiles of the A
+// block stream past it from L2.
+void gemm_blocks(real* c, int64_t ldc, MatrixRef a, MatrixRef b, int64_t M, int64_t K, int64_t N) {
+  const Blocks& sizes = blocks();
+  Workspace& space = workspace();
+  for (int64_t jc = 0; jc < N; jc += sizes.nc) {
+    const int64_t nc = std::min(sizes.nc, N - jc);
+    const int64_t panels = (nc + kPanelWidth - 1) / kPanelWidth;
+    for (int64_t pc = 0; pc < K; pc += sizes.kc) {
+      const int64_t kc = std::min(sizes.kc, K - pc);
+      real* bp = room(space.b, panels * kc * kPanelWidth);
+      for (int64_t p = 0; p < panels; ++p) {
+        const int64_t cols = std::min(kPanelWidth, nc - p * kPanelWidth);
+        pack_panel(bp + p * kc * kPanelWidth, b, pc, kc, jc + p * kPanelWidth, cols,
+                   cols > W ? kPanelWidth : W);
+      }
+      for (int64_t ic = 0; ic < M; ic += sizes.mc) {
+        const int64_t mc = std::min(sizes.mc, M - ic);
+        const RowTiles tiles(mc);
+        // With one panel each tile is read once: packing it would cost more
+        // than the strided reads it saves (bmm's 10 × 10 products).
+        const bool pack = panels > 1;
+        real* ap = pack ? room(space.a, mc * kc) : nullptr;
+        auto tile_rows = [&](int64_t t) {
+          if (pack) return TileRows{ap + tiles.start(t) * kc, 1, tiles.height(t)};
+          const MatrixRef at = block(a, ic + tiles.start(t), pc);
+          return a.layout == Layout::normal ? TileRows{at.data, at.ld, 1}
+                                            : TileRows{at.data, 1, at.ld};
+        };
+        for (int64_t t = 0; pack && t < tiles.count; ++t) {
+          pack_tile(ap + tiles.start(t) * kc, a, ic + tiles.start(t), tiles.height(t), pc, kc);
+        }
+        for (int64_t p = 0; p < panels; ++p) {
+          const int64_t cols = std::min(kPanelWidth, nc - p * kPanelWidth);
+          const MicroTile* row = kMicroTiles[cols > W ? 1 : 0].data();
+          for (int64_t t = 0; t < tiles.count; ++t) {
+            const int64_t i = ic + tiles.start(t);
+            row[tiles.height(t) - 1](c + i * ldc + jc + p * kPanelWidth, ldc, tile_rows(t),
+                                     bp + p * kc * kPanelWidth, kc, cols, pc > 0);
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void gemm_serial(real* c, int64_t ldc, MatrixRef a, MatrixRef b, int64_t M, int64_t K, int64_t N,
+                 GemmInto into) {
+  if (M == 0 || N == 0) return;
+  if (!into.add_scaled) {
+    if (K == 0) {
+      for (int64_t i = 0; i < M; ++i) std::fill_n(c + i * ldc, N, real(0));
+      return;
+    }
+    gemm_blocks(c, ldc, a, b, M, K, N);
+    return;
+  }
+  // c += α·t: t whole first (its sums run over several K blocks), then one
+  // rounded FMA per entry.
+  real* product = room(workspace().product, M * N);
+  if (K == 0) {
+    std::fill_n(product, M * N, real(0));
+  } else {
+    gemm_blocks(product, N, a, b, M, K, N);
+  }
+  const Batch alpha(into.alpha);
+  for (int64_t i = 0; i < M; ++i) {
+    map(
+        c + i * ldc, N, [&](Batch out, Batch t, Batch) { return simd::fma(alpha, t, out); },
+        c + i * ldc, product + i * N);
+  }
+}
+
+// Two threads or more share the longer side of c: column panels when N ≥ M,
+// else whole row tiles. Each entry is still one FMA chain in k order on one
+// thread, so the split changes no bit.
+void gemm(real* c, int64_t ldc, MatrixRef a, MatrixRef b, int64_t M, int64_t K, int64_t N,
+          GemmInto into) {
+  if (M == 0 || N == 0) return;
+  const bool by_columns = N >= M;
+  const int64_t unit = by_columns ? kPanelWidth : kMaxTileRows;
+  const int64_t extent = by_columns ? N : M;
+  const int64_t units = (extent + unit - 1) / unit;
+  parallel::parallel_for(units, M * K * N, [&](int64_t begin, int64_t end) {
+    const int64_t from = begin * unit, to = std::min(extent, end * unit);
+    if (by_columns) {
+      gemm_serial(c + from, ldc, a, block(b, 0, from), M, K, to - from, into);
+    } else {
+      gemm_serial(c + from * ldc, ldc, block(a, from, 0), b, to - from, K, N, into);
+    }
+  });
+}
+
+GemmBlocking gemm_blocking() {
+  const Blocks& sizes = blocks();
+  return {kMaxTileRows, kPanelWidth, sizes.kc, sizes.mc, sizes.nc};
+}
+
+#else  // ATTOGRAD_USE_SIMD off: the library runs the reference loop.
+
+void gemm(real* c, int64_t ldc, MatrixRef a, MatrixRef b, int64_t M, int64_t K, int64_t N,
+          GemmInto into) {
+  scalar::gemm(c, ldc, a, b, M, K, N, into);
+}
+void gemm_serial(real* c, int64_t ldc, MatrixRef a, MatrixRef b, int64_t M, int64_t K, int64_t N,
+                 GemmInto into) {
+  scalar::gemm(c, ldc, a, b, M, K, N, into);
+}
+GemmBlocking gemm_blocking() { return {1, 1, 0, 0, 0}; }
+
+#endif
+
+}  // namespace attograd::kernels
