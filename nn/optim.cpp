@@ -301,7 +301,10 @@ void SGD::update(ParameterState& state, const Tensor& gradient, double lr) {
       b[i] = momentum * b[i] + d;
       d = b[i];
     }
-    p[i] -= rate * d;
+    // One rounding, written out rather than left to the compiler's
+    // contraction, so that a deferred gradient's update (fast::DeferredGradient::
+    // apply_scaled, an FMA per entry) is the same arithmetic in every build.
+    p[i] = std::fma(-rate, d, p[i]);
   }
 }
 

@@ -2,6 +2,7 @@
 // mechanisms (autograd/fast/): deferred gradients stored, added and formed
 // like any other, and the switch that turns every mechanism off.
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <optional>
 #include <vector>
 
@@ -122,7 +123,8 @@ TEST_CASE("DeferredGradient::apply_scaled adds its product in one rounding, as S
     Tensor p = randn({9, 8}, generator);
     Tensor expected = p.clone_data();
     for (int64_t i = 0; i < expected.numel(); ++i) {
-      expected.data()[i] -= real(0.1) * dense.data()[i];  // p − lr·G, G formed first
+      // p − lr·G, G formed first, one rounding (SGD::update's std::fma)
+      expected.data()[i] = std::fma(real(-0.1), dense.data()[i], expected.data()[i]);
     }
     deferred.apply_scaled(p.data(), real(-0.1));
     CHECK(p.to_vector() == expected.to_vector());

@@ -73,7 +73,7 @@ TEST_CASE("A deeply nested header is refused by depth, without recursion", "[saf
   check_short_and_printable(message);
 }
 
-TEST_CASE("100,000 entries are refused after a bounded scan; 20,000 parse in one pass",
+TEST_CASE("100,000 entries are refused after a bounded scan, and 20,000 parse in one pass",
           "[safetensors]") {
   const auto header_of = [](size_t entries) {
     std::string header = "{";
