@@ -250,7 +250,8 @@ TEST_CASE("ProfileScope times a named part, and an optimizer step is one", "[ins
     known_step(w);
     sgd.step();
   }
-  const OpProfile& step = row(profiler.results(), "optimizer.step");
+  const OpProfile step =
+      row(profiler.results(), "optimizer.step");  // a copy: results() is a temporary
   CHECK(step.scope_calls == 3);
   CHECK(step.forward_calls == 0);
   CHECK(step.scope_seconds > 0);
