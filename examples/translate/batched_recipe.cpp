@@ -235,14 +235,7 @@ namespace {
 // and a summary at the end.
 TrainingReport train_with_progress(BatchedSeq2Seq& model, const text::BatchedData& data,
                                    const BatchedTrainFlags& flags, std::ostream& out) {
-  const BatchedTrainingOptions training =
-      BatchedTrainingOptions()
-          .epochs(flags.epochs)
-          .lr(flags.lr)
-          .batch_size(flags.batch)
-          .clip_norm(flags.clip)
-          .seed(static_cast<uint64_t>(flags.seed))
-          .lr_schedule(lr_schedule_from_flag(flags.lr_schedule, flags.epochs));
+  const BatchedTrainingOptions training = training_options(flags);
   out << fmt::format(
       "Training {} parameters (E = {}, H = {}, {} layers, dropout {}) for {} epochs, batch {}, "
       "lr {}, {} thread{}\n",

@@ -149,6 +149,17 @@ text::BatchedData prepare_data(const text::PairSet& set, const DataSettings& set
 // The --lr-schedule value as a schedule over `epochs` epochs; throws
 // cli::UsageError naming the flag for anything else.
 nn::LRSchedule lr_schedule_from_flag(const std::string& text, int64_t epochs);
+// The training loop's options from the flags declare_training_flags declared.
+template <typename TrainFlags>
+batched_seq2seq::BatchedTrainingOptions training_options(const TrainFlags& flags) {
+  return batched_seq2seq::BatchedTrainingOptions()
+      .epochs(flags.epochs)
+      .lr(flags.lr)
+      .batch_size(flags.batch)
+      .clip_norm(flags.clip)
+      .seed(static_cast<uint64_t>(flags.seed))
+      .lr_schedule(lr_schedule_from_flag(flags.lr_schedule, flags.epochs));
+}
 // Throws unless the sentence has a word to translate.
 void check_attention_sentence(const std::string& sentence);
 

@@ -240,16 +240,8 @@ int run_transformer_train(const TransformerTrainFlags& flags) {
       model.parameter_count(), flags.hidden, flags.blocks, flags.heads, flags.ffn, flags.dropout,
       flags.epochs, flags.batch, flags.lr, parallel::num_threads(),
       parallel::num_threads() == 1 ? "" : "s");
-  const TrainingReport report = train_reporting_progress(
-      model, data,
-      BatchedTrainingOptions()
-          .epochs(flags.epochs)
-          .lr(flags.lr)
-          .batch_size(flags.batch)
-          .clip_norm(flags.clip)
-          .seed(static_cast<uint64_t>(flags.seed))
-          .lr_schedule(lr_schedule_from_flag(flags.lr_schedule, flags.epochs)),
-      flags.print_every, flags.out, out);
+  const TrainingReport report = train_reporting_progress(model, data, training_options(flags),
+                                                         flags.print_every, flags.out, out);
 
   TrainOutputs outputs;
   outputs.recipe = kTransformerRecipe;
