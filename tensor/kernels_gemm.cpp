@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <utility>
 #include <vector>
@@ -50,76 +51,109 @@ MatrixRef block(MatrixRef m, int64_t r0, int64_t c0) {
 // vectors of the packed B panel and broadcasts h values of the packed A
 // tile: h·NV FMAs for NV + h loads. AVX-512 has 32 vector registers, so 8
 // rows × 2 vectors (16 accumulators); AVX2 and the others 16, so 6 × 2.
+// When all of c is one vector wide (N ≤ W: attention's (10,K) @ (K,10)), a
+// tile of 6 or 8 rows would be that many accumulators, too few to hide the
+// FMA latency, so such a product takes tiles of up to 16 (AVX-512) or 12
+// rows × 1 vector instead.
 constexpr int kPanelVectors = 2;
 constexpr int64_t kPanelWidth = kPanelVectors * W;
 constexpr int kMaxTileRows = sizeof(Batch) >= 64 ? 8 : 6;
+constexpr int kMaxNarrowTileRows = 2 * kMaxTileRows;
 
 // The `count` values at p (all W when count ≥ W; the rest of the lanes 0).
 Batch load_columns(const real* p, int64_t count) {
-  return count >= W ? load(p) : load_partial(p, count, 0);
+  return count >= W ? load(p) : FirstLanes(count).read(p);
 }
 void store_columns(real* p, Batch value, int64_t count) {
   if (count >= W) {
     value.store_unaligned(p);
   } else {
-    store_partial(p, value, count);
+    FirstLanes(count).write(p, value);
   }
 }
 
 // Where a micro-tile finds A's entry (r, k): a[r·row_step + k·k_step] — a
-// packed tile (row_step 1, k_step h) or, when packing would not pay (one
-// panel only), the operand in place.
+// packed tile (row_step kc, k_step 1, or row_step 1, k_step h) or, when
+// packing would not pay (one panel only), the operand in place.
 struct TileRows {
   const real* a;
   int64_t row_step, k_step;
 };
 
+// Where a micro-tile finds B's row k of its panel: b + k·k_step, NV vectors —
+// the packed panel (k_step NV·W), or b in place (k_step its leading
+// dimension), where a panel's last vector may hold fewer than W columns of b
+// and is read masked.
+struct PanelRows {
+  const real* b;
+  int64_t k_step;
+};
+
 // c (MR × cols, row stride ldc, cols ≤ NV·W) = the product of the A tile
-// (MR × kc) and the packed B panel bp (kc × NV·W: bp[k·NV·W + j]), the sums
-// started from zero or, for the later blocks of k, continued from what c
-// holds: either way one FMA chain per entry in k order.
-template <int MR, int NV>
-void micro_tile(real* c, int64_t ldc, TileRows a, const real* bp, int64_t kc, int64_t cols,
+// (MR × kc) and the B panel (kc × NV·W), the sums started from zero or, for
+// the later blocks of k, continued from what c holds: either way one FMA
+// chain per entry in k order. Masked: the panel is b in place and its last
+// vector holds cols − (NV − 1)·W < W columns.
+// (The loops over the rows are unrolled by request: the accumulators stay in
+// registers only when every acc[r][v] is a name the compiler can see, and
+// GCC's own limits leave the 16-row tiles rolled.)
+template <int MR, int NV, bool Masked>
+void micro_tile(real* c, int64_t ldc, TileRows a, PanelRows b, int64_t kc, int64_t cols,
                 bool continue_sum) {
   Batch acc[MR][NV];
+  #pragma GCC unroll 16
   for (int r = 0; r < MR; ++r) {
     for (int v = 0; v < NV; ++v) {
       acc[r][v] = continue_sum ? load_columns(c + r * ldc + v * W, cols - v * W) : Batch(real(0));
     }
   }
+  const FirstLanes last_columns(Masked ? cols - (NV - 1) * W : 0);
   for (int64_t k = 0; k < kc; ++k) {
     Batch column[NV];
-    for (int v = 0; v < NV; ++v) column[v] = load(bp + k * NV * W + v * W);
+    for (int v = 0; v < NV; ++v) {
+      const real* row = b.b + k * b.k_step + v * W;
+      column[v] = Masked && v == NV - 1 ? last_columns.read(row) : load(row);
+    }
+    #pragma GCC unroll 16
     for (int r = 0; r < MR; ++r) {
       const Batch scale(a.a[r * a.row_step + k * a.k_step]);
       for (int v = 0; v < NV; ++v) acc[r][v] = simd::fma(scale, column[v], acc[r][v]);
     }
   }
+  #pragma GCC unroll 16
   for (int r = 0; r < MR; ++r) {
     for (int v = 0; v < NV; ++v) store_columns(c + r * ldc + v * W, acc[r][v], cols - v * W);
   }
 }
 
-using MicroTile = void (*)(real*, int64_t, TileRows, const real*, int64_t, int64_t, bool);
+using MicroTile = void (*)(real*, int64_t, TileRows, PanelRows, int64_t, int64_t, bool);
 
-template <int NV, size_t... Rows>
+template <int NV, bool Masked, size_t... Rows>
 constexpr std::array<MicroTile, sizeof...(Rows)> tiles_of_width(std::index_sequence<Rows...>) {
-  return {&micro_tile<int(Rows) + 1, NV>...};
+  return {&micro_tile<int(Rows) + 1, NV, Masked>...};
 }
-// kMicroTiles[NV − 1][h − 1] is the tile of h rows and NV vectors.
-constexpr std::array<std::array<MicroTile, kMaxTileRows>, kPanelVectors> kMicroTiles = {
-    tiles_of_width<1>(std::make_index_sequence<kMaxTileRows>{}),
-    tiles_of_width<2>(std::make_index_sequence<kMaxTileRows>{})};
+// kMicroTiles[m][h − 1] is the tile of h rows and 2 vectors, kNarrowMicroTiles[m][h − 1]
+// that of h rows and 1 vector; the panel's last vector is read masked when m is 1.
+constexpr std::array<std::array<MicroTile, kMaxTileRows>, 2> kMicroTiles = {
+    tiles_of_width<2, false>(std::make_index_sequence<kMaxTileRows>{}),
+    tiles_of_width<2, true>(std::make_index_sequence<kMaxTileRows>{})};
+constexpr std::array<std::array<MicroTile, kMaxNarrowTileRows>, 2> kNarrowMicroTiles = {
+    tiles_of_width<1, false>(std::make_index_sequence<kMaxNarrowTileRows>{}),
+    tiles_of_width<1, true>(std::make_index_sequence<kMaxNarrowTileRows>{})};
 
 // ---- Cache blocking ----------------------------------------------------------
-// kc: a B panel (kc × 2W) fills half of L1, leaving room for the A tile
-//     streaming past it;
+// kc: a B panel (kc × 2W) fills two thirds of L1, leaving room for the A
+//     tile streaming past it (256 on a 48 KB L1 with AVX-512 floats: 2 % faster
+//     at 512³ and 1024³ than half of L1, medians of 30 alternating runs);
 // mc: the packed A block (mc × kc) half of L2, a whole number of full tiles;
 // nc: the packed B block (kc × nc) at most 4 MB of L3 (virtual machines report
 //     the whole socket's L3, which one core does not get).
+// in_l1: an operand of at most this many bytes is read in place, unpacked
+//     (half of L1; set_gemm_in_place_limit changes it for tests).
 struct Blocks {
-  int64_t kc, mc, nc;
+  int64_t kc, mc, nc, in_l1;
 };
+std::atomic<int64_t> in_place_limit{-1};  // −1: the default, Blocks::in_l1
 
 #if defined(_SC_LEVEL1_DCACHE_SIZE)
 int64_t cache_size(int name, int64_t fallback) {
@@ -138,30 +172,34 @@ const Blocks& blocks() {
 #else
     const int64_t l1 = 32 << 10, l2 = 512 << 10, l3 = 8 << 20;
 #endif
-    const int64_t kc = std::clamp<int64_t>(l1 / 2 / (kPanelWidth * bytes), 32, 1024);
+    const int64_t kc = std::clamp<int64_t>(l1 * 2 / 3 / (kPanelWidth * bytes), 32, 1024);
     int64_t mc = std::clamp<int64_t>(l2 / 2 / (kc * bytes), kMaxTileRows, 4096);
     mc -= mc % kMaxTileRows;
     int64_t nc =
         std::clamp<int64_t>(std::min<int64_t>(l3 / 4, 4 << 20) / (kc * bytes), kPanelWidth, 16384);
     nc -= nc % kPanelWidth;
-    return Blocks{kc, mc, nc};
+    return Blocks{kc, mc, nc, l1 / 2};
   }();
   return sizes;
 }
 
 // ---- Packing -----------------------------------------------------------------
-// The h rows of a from (i0, k0), kc steps of k, as ap[k·h + r]: the order the
-// micro-tile reads them, whatever a's layout.
+// The h rows of a from (i0, k0), kc steps of k: a stored normally as its
+// rows, ap[r·kc + k]; a stored transposed as its columns, ap[k·h + r]. Either
+// way a copy of contiguous runs, which the micro-tile then reads with
+// row_step kc or h.
 void pack_tile(real* ap, MatrixRef a, int64_t i0, int h, int64_t k0, int64_t kc) {
   const MatrixRef from = block(a, i0, k0);
   if (a.layout == Layout::transposed) {
-    for (int64_t k = 0; k < kc; ++k) {
-      for (int r = 0; r < h; ++r) ap[k * h + r] = from.data[k * from.ld + r];
+    if (h == kMaxTileRows) {  // a full tile: a fixed-size copy the compiler makes one move
+      for (int64_t k = 0; k < kc; ++k) {
+        std::copy_n(from.data + k * from.ld, kMaxTileRows, ap + k * kMaxTileRows);
+      }
+      return;
     }
+    for (int64_t k = 0; k < kc; ++k) std::copy_n(from.data + k * from.ld, h, ap + k * h);
   } else {
-    for (int r = 0; r < h; ++r) {
-      for (int64_t k = 0; k < kc; ++k) ap[k * h + r] = from.data[r * from.ld + k];
-    }
+    for (int r = 0; r < h; ++r) std::copy_n(from.data + r * from.ld, kc, ap + r * kc);
   }
 }
 
@@ -186,22 +224,35 @@ void pack_panel(real* bp, MatrixRef b, int64_t k0, int64_t kc, int64_t j0, int64
         }
       }
     }
-  } else {
+  } else {  // a column of the panel is a piece of a row of the stored bᵀ
     for (int64_t k = 0; k < kc; ++k)
       std::fill(bp + k * width + cols, bp + (k + 1) * width, real(0));
+    // W × W blocks through registers (simd::transpose), the ragged edges one by one.
+    const int64_t whole_j = kHaveTranspose ? cols - cols % W : 0;
+    const int64_t whole_k = kHaveTranspose ? kc - kc % W : 0;
+    for (int64_t j = 0; j < whole_j; j += W) {
+      for (int64_t k = 0; k < whole_k; k += W) {
+        std::array<Batch, W> block;
+        for (int64_t i = 0; i < W; ++i) block[i] = load(from.data + (j + i) * from.ld + k);
+        transpose(block);
+        for (int64_t i = 0; i < W; ++i) block[i].store_aligned(bp + (k + i) * width + j);
+      }
+    }
     for (int64_t j = 0; j < cols; ++j) {
-      for (int64_t k = 0; k < kc; ++k) bp[k * width + j] = from.data[j * from.ld + k];
+      for (int64_t k = j < whole_j ? whole_k : 0; k < kc; ++k) {
+        bp[k * width + j] = from.data[j * from.ld + k];
+      }
     }
   }
 }
 
-// The row tiles of a block of m rows: as few as kMaxTileRows allows, their
-// heights differing by at most one (10 rows: 5 + 5, not 8 + 2), so that no
-// tile has too few accumulators to hide the FMA latency.
+// The row tiles of a block of m rows: as few as tiles of at most `most` rows
+// allow, their heights differing by at most one (10 rows: 5 + 5, not 8 + 2),
+// so that no tile has too few accumulators to hide the FMA latency.
 struct RowTiles {
   int64_t count, base, larger;  // the first `larger` tiles have base + 1 rows
-  explicit RowTiles(int64_t m)
-      : count((m + kMaxTileRows - 1) / kMaxTileRows), base(m / count), larger(m % count) {}
+  RowTiles(int64_t m, int64_t most)
+      : count((m + most - 1) / most), base(m / count), larger(m % count) {}
   int height(int64_t t) const { return static_cast<int>(base + (t < larger ? 1 : 0)); }
   int64_t start(int64_t t) const { return t * base + std::min(t, larger); }
 };
@@ -224,29 +275,53 @@ real* room(AlignedBuffer& buffer, int64_t size) {
 // (packing its B panels once), each M block (packing its A tiles once), every
 // panel against every tile, so a panel stays in L1 while the tiles of the A
 // block stream past it from L2.
+//
+// Packing pays when an operand is read many times from far away. It does
+// not when the operand is small enough to stay in L1 (a 64 × 64 product
+// spends a fifth of its time packing), nor for A when there is one panel
+// (each tile is read once), nor for B when c is one vector wide (attention's
+// (10,K) @ (K,10): 16 stores per 10 FMAs): those are read in place, B only
+// when it is stored normally (its rows are the panel's rows, the last
+// columns read masked).
 void gemm_blocks(real* c, int64_t ldc, MatrixRef a, MatrixRef b, int64_t M, int64_t K, int64_t N) {
   const Blocks& sizes = blocks();
   Workspace& space = workspace();
+  const bool narrow = N <= W;  // one panel, one vector wide: taller tiles
+  const int64_t limit = in_place_limit.load() < 0 ? sizes.in_l1 : in_place_limit.load();
+  const bool b_in_place =
+      b.layout == Layout::normal && (narrow || K * N * int64_t(sizeof(real)) <= limit);
+  const bool a_in_place_always = M * K * int64_t(sizeof(real)) <= limit;
   for (int64_t jc = 0; jc < N; jc += sizes.nc) {
     const int64_t nc = std::min(sizes.nc, N - jc);
     const int64_t panels = (nc + kPanelWidth - 1) / kPanelWidth;
     for (int64_t pc = 0; pc < K; pc += sizes.kc) {
       const int64_t kc = std::min(sizes.kc, K - pc);
-      real* bp = room(space.b, panels * kc * kPanelWidth);
-      for (int64_t p = 0; p < panels; ++p) {
+      real* bp = b_in_place ? nullptr : room(space.b, panels * kc * kPanelWidth);
+      for (int64_t p = 0; !b_in_place && p < panels; ++p) {
         const int64_t cols = std::min(kPanelWidth, nc - p * kPanelWidth);
         pack_panel(bp + p * kc * kPanelWidth, b, pc, kc, jc + p * kPanelWidth, cols,
                    cols > W ? kPanelWidth : W);
       }
+      // The panel p of `cols` columns: its rows, and the tile kernels for it.
+      auto panel_rows = [&](int64_t p, int64_t cols) {
+        if (b_in_place) return PanelRows{block(b, pc, jc + p * kPanelWidth).data, b.ld};
+        return PanelRows{bp + p * kc * kPanelWidth, cols > W ? kPanelWidth : W};
+      };
+      auto panel_tiles = [&](int64_t cols) {
+        const int masked = b_in_place && cols % W != 0 ? 1 : 0;
+        return cols > W ? kMicroTiles[masked].data() : kNarrowMicroTiles[masked].data();
+      };
       for (int64_t ic = 0; ic < M; ic += sizes.mc) {
         const int64_t mc = std::min(sizes.mc, M - ic);
-        const RowTiles tiles(mc);
-        // With one panel each tile is read once: packing it would cost more
-        // than the strided reads it saves (bmm's 10 × 10 products).
-        const bool pack = panels > 1;
+        const RowTiles tiles(mc, narrow ? kMaxNarrowTileRows : kMaxTileRows);
+        const bool pack = panels > 1 && !a_in_place_always;
         real* ap = pack ? room(space.a, mc * kc) : nullptr;
         auto tile_rows = [&](int64_t t) {
-          if (pack) return TileRows{ap + tiles.start(t) * kc, 1, tiles.height(t)};
+          if (pack) {
+            return a.layout == Layout::normal
+                       ? TileRows{ap + tiles.start(t) * kc, kc, 1}
+                       : TileRows{ap + tiles.start(t) * kc, 1, tiles.height(t)};
+          }
           const MatrixRef at = block(a, ic + tiles.start(t), pc);
           return a.layout == Layout::normal ? TileRows{at.data, at.ld, 1}
                                             : TileRows{at.data, 1, at.ld};
@@ -256,11 +331,11 @@ void gemm_blocks(real* c, int64_t ldc, MatrixRef a, MatrixRef b, int64_t M, int6
         }
         for (int64_t p = 0; p < panels; ++p) {
           const int64_t cols = std::min(kPanelWidth, nc - p * kPanelWidth);
-          const MicroTile* row = kMicroTiles[cols > W ? 1 : 0].data();
+          const MicroTile* row = panel_tiles(cols);
           for (int64_t t = 0; t < tiles.count; ++t) {
             const int64_t i = ic + tiles.start(t);
             row[tiles.height(t) - 1](c + i * ldc + jc + p * kPanelWidth, ldc, tile_rows(t),
-                                     bp + p * kc * kPanelWidth, kc, cols, pc > 0);
+                                     panel_rows(p, cols), kc, cols, pc > 0);
           }
         }
       }
@@ -319,8 +394,11 @@ void gemm(real* c, int64_t ldc, MatrixRef a, MatrixRef b, int64_t M, int64_t K, 
 
 GemmBlocking gemm_blocking() {
   const Blocks& sizes = blocks();
-  return {kMaxTileRows, kPanelWidth, sizes.kc, sizes.mc, sizes.nc};
+  const int64_t limit = in_place_limit.load();
+  return {kMaxTileRows, kPanelWidth, sizes.kc, sizes.mc, sizes.nc, limit < 0 ? sizes.in_l1 : limit};
 }
+
+void set_gemm_in_place_limit(int64_t bytes) { in_place_limit.store(bytes < 0 ? -1 : bytes); }
 
 #else  // ATTOGRAD_USE_SIMD off: the library runs the reference loop.
 
@@ -332,7 +410,8 @@ void gemm_serial(real* c, int64_t ldc, MatrixRef a, MatrixRef b, int64_t M, int6
                  GemmInto into) {
   scalar::gemm(c, ldc, a, b, M, K, N, into);
 }
-GemmBlocking gemm_blocking() { return {1, 1, 0, 0, 0}; }
+GemmBlocking gemm_blocking() { return {1, 1, 0, 0, 0, 0}; }
+void set_gemm_in_place_limit(int64_t) {}
 
 #endif
 

@@ -57,10 +57,17 @@ void gemm_serial(real* c, int64_t ldc, MatrixRef a, MatrixRef b, int64_t M, int6
                  GemmInto into = {});
 
 // The tile and block sizes gemm uses on this machine, for docs and benchmarks:
-// micro-tile rows × columns, and the K, M and N cache blocks.
+// micro-tile rows × columns, the K, M and N cache blocks, and the size in
+// bytes up to which an operand is read in place rather than packed.
 struct GemmBlocking {
-  int64_t tile_rows, tile_cols, k_block, m_block, n_block;
+  int64_t tile_rows, tile_cols, k_block, m_block, n_block, in_place_bytes;
 };
 GemmBlocking gemm_blocking();
+
+// Sets the size up to which an operand is read in place (0: pack every
+// operand that can be packed; a negative value restores the default, half of
+// L1). For tests, which run both ways against the specification, and for
+// benchmarks; not to be called while a product runs.
+void set_gemm_in_place_limit(int64_t bytes);
 
 }  // namespace attograd::kernels

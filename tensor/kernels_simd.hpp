@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <limits>
 #include <type_traits>
+#include <utility>
 
 #include "tensor/shape.hpp"
 #include "tensor/xsimd.hpp"
@@ -113,6 +114,64 @@ inline constexpr auto kLaneIndex = [] {
 inline xsimd::batch_bool<real> tail_lanes(int64_t n) {
   return load(kLaneIndex.data()) >= Batch(real(W - n % W));
 }
+
+// The first `count` (0 ≤ count < W) lanes of a batch at p, read (the other
+// lanes 0) or written (the memory after them untouched): one masked
+// instruction with AVX-512 or AVX2, which reads and writes nothing of the
+// masked lanes, so p + count may be the end of an allocation; else through a
+// buffer as above. The mask is made once, for a loop over many rows with the
+// same ragged end (the last columns of c, or of b read in place, in the
+// matrix product).
+#if defined(__AVX512F__)
+inline __m512 masked_load(__mmask16 mask, const float* p) { return _mm512_maskz_loadu_ps(mask, p); }
+inline __m512d masked_load(__mmask8 mask, const double* p) { return _mm512_maskz_loadu_pd(mask, p); }
+inline void masked_store(float* p, __mmask16 mask, __m512 v) { _mm512_mask_storeu_ps(p, mask, v); }
+inline void masked_store(double* p, __mmask8 mask, __m512d v) { _mm512_mask_storeu_pd(p, mask, v); }
+#elif defined(__AVX2__)
+inline __m256i lane_bits(__m256 lanes) { return _mm256_castps_si256(lanes); }
+inline __m256i lane_bits(__m256d lanes) { return _mm256_castpd_si256(lanes); }
+inline __m256 masked_load(__m256i mask, const float* p) { return _mm256_maskload_ps(p, mask); }
+inline __m256d masked_load(__m256i mask, const double* p) { return _mm256_maskload_pd(p, mask); }
+inline void masked_store(float* p, __m256i mask, __m256 v) { _mm256_maskstore_ps(p, mask, v); }
+inline void masked_store(double* p, __m256i mask, __m256d v) { _mm256_maskstore_pd(p, mask, v); }
+#endif
+
+class FirstLanes {
+ public:
+  explicit FirstLanes(int64_t count) : count_(count) {
+#if defined(__AVX512F__)
+    mask_ = static_cast<Mask>((1u << count) - 1);
+#elif defined(__AVX2__)
+    const xsimd::batch_bool<real> lanes = load(kLaneIndex.data()) < Batch(real(count));
+    mask_ = lane_bits(lanes);
+#endif
+  }
+
+  Batch read(const real* p) const {
+#if defined(__AVX512F__) || defined(__AVX2__)
+    return Batch(masked_load(mask_, p));
+#else
+    return load_partial(p, count_, 0);
+#endif
+  }
+
+  void write(real* p, Batch value) const {
+#if defined(__AVX512F__) || defined(__AVX2__)
+    masked_store(p, mask_, value);
+#else
+    store_partial(p, value, count_);
+#endif
+  }
+
+ private:
+#if defined(__AVX512F__)
+  using Mask = std::conditional_t<W == 16, __mmask16, __mmask8>;
+  Mask mask_;
+#elif defined(__AVX2__)
+  __m256i mask_;
+#endif
+  [[maybe_unused]] int64_t count_;
+};
 
 // The last n % W values of the row [row, row + n) (n % W ≠ 0) in one batch,
 // every other lane `pad`: the overlapping batch at n − W with the lanes the
@@ -235,6 +294,44 @@ inline void horizontal_sums(const std::array<Batch, W>& acc, real* sums) {
     xsimd::haddp(acc.data()).store_unaligned(sums);
   }
 }
+
+// ---- Transposing W × W blocks ------------------------------------------------
+// rows[i] holds row i of a W × W block; afterwards rows[j] holds column j.
+// xsimd 8.1 has no full-width interleave (its AVX-512 zip_lo/zip_hi work
+// within each 128-bit lane), so this uses the compiler's generic vector
+// shuffle on the batches' registers, which GCC and Clang lower to the
+// instruction set's permutes. One round interleaves rows i and i + W/2 into
+// rows 2i and 2i + 1; an element's position (row bits, then column bits)
+// rotates left by one bit per round, so log2(W) rounds transpose the block.
+// Packing the transposed operand of a matrix product (tensor/kernels_gemm.cpp)
+// uses it; a build where the registers are no GCC vectors copies one value at
+// a time instead (kHaveTranspose is false).
+#if defined(__GNUC__) && (defined(__clang__) || __GNUC__ >= 12)
+inline constexpr bool kHaveTranspose = W >= 2 && (W & (W - 1)) == 0;
+
+template <size_t... I>
+Batch interleave(Batch a, Batch b, bool upper, std::index_sequence<I...>) {
+  using Register = typename Batch::register_type;
+  const Register x = a, y = b;
+  if (upper) return Register(__builtin_shufflevector(x, y, (W / 2 + (I / 2) + (I % 2) * W)...));
+  return Register(__builtin_shufflevector(x, y, ((I / 2) + (I % 2) * W)...));
+}
+
+inline void transpose(std::array<Batch, W>& rows) {
+  constexpr auto lanes = std::make_index_sequence<W>{};
+  for (int64_t round = 1; round < W; round *= 2) {
+    std::array<Batch, W> next;
+    for (int64_t i = 0; i < W / 2; ++i) {
+      next[2 * i] = interleave(rows[i], rows[i + W / 2], false, lanes);
+      next[2 * i + 1] = interleave(rows[i], rows[i + W / 2], true, lanes);
+    }
+    rows = next;
+  }
+}
+#else
+inline constexpr bool kHaveTranspose = false;
+inline void transpose(std::array<Batch, W>&) {}
+#endif
 
 #endif  // ATTOGRAD_USE_SIMD
 

@@ -1,13 +1,14 @@
 // tensor/parallel.cpp — the thread pool behind parallel_for.
 //
-// n − 1 worker threads sleep on a condition variable; the calling thread is
-// the n-th. A job is published under the mutex with a new generation number,
-// every thread runs its own fixed range, and the caller waits until the last
-// worker has reported back. Ranges are a pure function of (count, n), never of
+// n − 1 worker threads wait for work, polling for a moment and then sleeping
+// on a condition variable; the calling thread is the n-th. A job is published
+// under the mutex with a new generation number, every thread runs its own
+// fixed range, and the caller waits until the last worker has reported back. Ranges are a pure function of (count, n), never of
 // which thread happens to be faster, so a run is reproducible.
 #include "tensor/parallel.hpp"
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <exception>
@@ -30,6 +31,33 @@ thread_local bool inside_parallel_region = false;
 // [count·i/n, count·(i+1)/n): n contiguous ranges that differ in size by at most one.
 int64_t range_start(int64_t count, int index, int n) { return count * index / n; }
 
+// How long an idle worker (and a caller waiting for its workers) polls
+// before sleeping on a condition variable. Waking a sleeping thread costs
+// tens of microseconds on a virtual machine (a futex wake and a reschedule);
+// a training step makes its parallel products a few microseconds apart, so a
+// worker that polls a little while finds the next job at once. After this
+// long without work it sleeps and uses no CPU.
+constexpr auto kPollTime = std::chrono::microseconds(200);
+
+// Tells the core a poll loop is waiting (PAUSE on x86), so the other
+// hardware thread of the core, if any, runs meanwhile.
+inline void relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+// Polls ready() for kPollTime; true as soon as it holds.
+template <typename Ready>
+bool poll(Ready&& ready) {
+  const auto deadline = std::chrono::steady_clock::now() + kPollTime;
+  for (int spins = 0;; ++spins) {
+    if (ready()) return true;
+    relax();
+    if (spins % 64 == 63 && std::chrono::steady_clock::now() > deadline) return false;
+  }
+}
+
 class Pool {
  public:
   explicit Pool(int threads) : threads_(threads) {
@@ -40,7 +68,7 @@ class Pool {
   ~Pool() {
     {
       std::lock_guard lock(mutex_);
-      stopping_ = true;
+      stopping_.store(true);
     }
     start_.notify_all();
     for (std::thread& worker : workers_) worker.join();
@@ -56,14 +84,17 @@ class Pool {
       std::lock_guard lock(mutex_);
       body_ = &body;
       count_ = count;
-      pending_ = threads_ - 1;
       error_ = nullptr;
-      ++generation_;
+      pending_.store(threads_ - 1);
+      generation_.fetch_add(1);  // publishes the job to polling workers
     }
-    start_.notify_all();
+    start_.notify_all();  // and to sleeping ones
     run_range(0);
-    std::unique_lock lock(mutex_);
-    done_.wait(lock, [this] { return pending_ == 0; });
+    if (!poll([this] { return pending_.load() == 0; })) {
+      std::unique_lock lock(mutex_);
+      done_.wait(lock, [this] { return pending_.load() == 0; });
+    }
+    std::lock_guard lock(mutex_);
     body_ = nullptr;
     if (error_) std::rethrow_exception(error_);
   }
@@ -87,19 +118,23 @@ class Pool {
   void work(int index) {
     uint64_t seen = 0;
     for (;;) {
-      {
+      auto job_or_stop = [&] { return stopping_.load() || generation_.load() != seen; };
+      if (!poll(job_or_stop)) {
         std::unique_lock lock(mutex_);
-        start_.wait(lock, [&] { return stopping_ || generation_ != seen; });
-        if (stopping_) return;
-        seen = generation_;
+        start_.wait(lock, job_or_stop);
+      }
+      if (stopping_.load()) return;
+      {
+        // The job's fields were written under the mutex before generation_
+        // changed; taking it here makes them visible to this thread.
+        std::lock_guard lock(mutex_);
+        seen = generation_.load();
       }
       run_range(index);
-      bool last = false;
-      {
-        std::lock_guard lock(mutex_);
-        last = --pending_ == 0;
+      if (pending_.fetch_sub(1) == 1) {
+        std::lock_guard lock(mutex_);  // a caller between its check and its wait sees this
+        done_.notify_one();
       }
-      if (last) done_.notify_one();
     }
   }
 
@@ -108,9 +143,9 @@ class Pool {
   std::mutex mutex_;
   std::condition_variable start_;  // a new job (or stopping_)
   std::condition_variable done_;   // pending_ reached 0
-  uint64_t generation_ = 0;
-  int pending_ = 0;
-  bool stopping_ = false;
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<int> pending_{0};
+  std::atomic<bool> stopping_{false};
   // The current job; written under mutex_ before generation_ changes.
   const std::function<void(int64_t, int64_t)>* body_ = nullptr;
   int64_t count_ = 0;

@@ -168,13 +168,31 @@ std::vector<Sizes> tile_remainders(int64_t first, int64_t K) {
 
 const Layout kLayouts[] = {Layout::normal, Layout::transposed};
 
+// gemm reads an operand in place, unpacked, when it is small enough to stay
+// in L1 (tensor/kernels_gemm.cpp, gemm_blocks); these limits make it pack
+// every operand it can, and read in place every one it can.
+const int64_t kInPlaceLimits[] = {0, int64_t{1} << 40};
+
+struct InPlaceLimit {
+  explicit InPlaceLimit(int64_t bytes) { k::set_gemm_in_place_limit(bytes); }
+  ~InPlaceLimit() { k::set_gemm_in_place_limit(-1); }
+  InPlaceLimit(const InPlaceLimit&) = delete;
+  InPlaceLimit& operator=(const InPlaceLimit&) = delete;
+};
+
+// Every shape in all four layouts, packed and in place, overwriting c and
+// adding into it.
 void check_all_layouts(const std::vector<Sizes>& shapes, int64_t extra, Generator& generator) {
-  for (Layout a_layout : kLayouts) {
-    for (Layout b_layout : kLayouts) {
-      for (const Sizes& s : shapes) {
-        const Operands o(s, a_layout, b_layout, extra, generator);
-        check_against_specification(o, {});
-        check_against_specification(o, {true, real(-0.37)});
+  for (int64_t limit : kInPlaceLimits) {
+    const InPlaceLimit in_place(limit);
+    INFO("operands read in place up to " << limit << " bytes");
+    for (Layout a_layout : kLayouts) {
+      for (Layout b_layout : kLayouts) {
+        for (const Sizes& s : shapes) {
+          const Operands o(s, a_layout, b_layout, extra, generator);
+          check_against_specification(o, {});
+          check_against_specification(o, {true, real(-0.37)});
+        }
       }
     }
   }
@@ -266,14 +284,18 @@ TEST_CASE("gemm equals its specification with leading dimensions of their own", 
   for (int64_t K : {int64_t{1}, tiles.k_block - 1, tiles.k_block, tiles.k_block + 1}) {
     shapes.push_back({tiles.tile_rows + 1, K, tiles.tile_cols + 1});
   }
-  for (Layout a_layout : kLayouts) {
-    for (Layout b_layout : kLayouts) {
-      for (const Sizes& s : shapes) {
-        for (const auto& [extra, c_extra] :
-             {std::pair<int64_t, int64_t>{1, 0}, {0, 3}, {tiles.tile_cols / 2 + 1, 1}}) {
-          const Operands o(s, a_layout, b_layout, extra, generator, c_extra);
-          check_against_specification(o, {});
-          check_against_specification(o, {true, real(0.81)});
+  for (int64_t limit : kInPlaceLimits) {
+    const InPlaceLimit in_place(limit);
+    INFO("operands read in place up to " << limit << " bytes");
+    for (Layout a_layout : kLayouts) {
+      for (Layout b_layout : kLayouts) {
+        for (const Sizes& s : shapes) {
+          for (const auto& [extra, c_extra] :
+               {std::pair<int64_t, int64_t>{1, 0}, {0, 3}, {tiles.tile_cols / 2 + 1, 1}}) {
+            const Operands o(s, a_layout, b_layout, extra, generator, c_extra);
+            check_against_specification(o, {});
+            check_against_specification(o, {true, real(0.81)});
+          }
         }
       }
     }
