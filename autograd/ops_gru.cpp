@@ -184,7 +184,6 @@ Tensor gru_cell(const Tensor& x_in, const Tensor& h_in, const Tensor& weight_ih_
   GruSaved saved = make_saved(x_in, h_in, weight_ih_in, weight_hh_in, bias_ih_in, bias_hh_in);
   const Tensor h_new = gru_step_forward(saved, bias_ih_in, bias_hh_in, B, input, H);
 
-  // dh' -> gradients of (x, h, W_ih, W_hh, b_ih, b_hh), by the formulas above.
   // dh' -> gradients of (x, h, W_ih, W_hh, b_ih, b_hh), by the formulas above;
   // dW_ih = dgiᵀ x and dW_hh = dghᵀ h are named as products (Gradient::product).
   auto gradients = [saved = std::move(saved), B, input, H](const Tensor& dh_new) {
@@ -244,6 +243,156 @@ Tensor gru_cell_projected(const Tensor& gi_in, const Tensor& h_in, const Tensor&
                      g.dbias_hh};
   };
   return record("gru_cell_projected", h_new, {gi_in, h_in, weight_hh_in, bias_hh_in},
+                std::move(gradients));
+}
+
+// ---- A whole sequence ----------------------------------------------------------
+//
+// The same step T times, as one node: h_t = cell(x_t, h_{t−1}), t = 1 … T.
+//
+// Forward:
+//   GI = X W_ihᵀ + b_ih                  (T·B,in) @ (in,3H) → (T·B,3H), one product
+//   for t = 1 … T:
+//     gh_t = h_{t−1} W_hhᵀ + b_hh         (B,H) @ (H,3H) → (B,3H)
+//     h_t, r_t, z_t, n_t, gh_n,t = gates(GI_t, gh_t, h_{t−1})
+//
+// Backward, given dY = dL/d(h_1 … h_T) (T,B,H). Each h_t reaches the loss
+// directly (dY_t) and through h_{t+1}, so going back in time with
+// dh = 0 after the last step:
+//   for t = T … 1:
+//     dh'_t = dY_t + dh
+//     dGI_t, dGH_t, dh_direct = gates_backward(dh'_t, …)   as for one step
+//     dh = dh_direct + dGH_t @ W_hh        (B,3H) @ (3H,H) → (B,H)
+//   dh0   = dh
+//   dX    = dGI @ W_ih                     (T·B,3H) @ (3H,in)  → (T·B,in)
+//   dW_ih = dGIᵀ @ X                       (3H,T·B) @ (T·B,in) → (3H,in)
+//   dW_hh = dGHᵀ @ H_prev                  (3H,T·B) @ (T·B,H)  → (3H,H)
+//   db_ih = Σ_rows dGI,  db_hh = Σ_rows dGH
+// where H_prev stacks h_0 … h_{T−1}. The weight gradients are one product
+// each over the sequence (Gradient::product), not T products added up.
+namespace {
+
+struct GruSequenceSaved {
+  Tensor x, h0, outputs, weight_ih, weight_hh;  // (T·B,in), (B,H), (T,B,H), (3H,in), (3H,H)
+  Tensor r, z, n, gh_n;                         // (T,B,H) each, from the forward pass
+  bool need_x, need_h0, need_weight_ih, need_weight_hh, need_bias_ih, need_bias_hh;
+};
+
+void check_sequence_shapes(const Tensor& x, const Tensor& h0, const Tensor& weight_ih,
+                           const Tensor& weight_hh, const Tensor& bias_ih, const Tensor& bias_hh) {
+  for (const Tensor* t : {&x, &weight_ih, &weight_hh}) check_defined("gru_sequence", *t);
+  check(x.dim() == 3 && weight_hh.dim() == 2,
+        "gru_sequence: x {} must be (time, batch, input) and weight_hh {} (3·hidden, hidden)",
+        x.shape(), weight_hh.shape());
+  const int64_t B = x.shape()[1], input = x.shape()[2], H = weight_hh.shape()[1];
+  check(weight_hh.shape() == Shape{3 * H, H} && weight_ih.shape() == Shape{3 * H, input},
+        "gru_sequence: with x {} and weight_hh {}, weight_ih {} must be (3·hidden,input) = ({},{}) "
+        "and weight_hh (3·hidden,hidden) = ({},{})",
+        x.shape(), weight_hh.shape(), weight_ih.shape(), 3 * H, input, 3 * H, H);
+  check(!h0.defined() || h0.shape() == Shape{B, H},
+        "gru_sequence: h0 has shape {}; with x {} it must be (batch,hidden) = ({},{}), or "
+        "undefined for zeros",
+        h0.defined() ? h0.shape() : Shape{}, x.shape(), B, H);
+  for (const auto& [name, bias] :
+       {std::pair{"bias_ih", &bias_ih}, std::pair{"bias_hh", &bias_hh}}) {
+    check(!bias->defined() || bias->shape() == Shape{3 * H},
+          "gru_sequence: {} has shape {}; it must be ({}), or undefined for no bias", name,
+          bias->defined() ? bias->shape() : Shape{}, 3 * H);
+  }
+}
+
+}  // namespace
+
+Tensor gru_sequence(const Tensor& x_in, const Tensor& h0_in, const Tensor& weight_ih_in,
+                    const Tensor& weight_hh_in, const Tensor& bias_ih_in,
+                    const Tensor& bias_hh_in) {
+  check_sequence_shapes(x_in, h0_in, weight_ih_in, weight_hh_in, bias_ih_in, bias_hh_in);
+  const int64_t T = x_in.shape()[0], B = x_in.shape()[1], input = x_in.shape()[2];
+  const int64_t H = weight_hh_in.shape()[1], rows = T * B;
+  const Tensor outputs = Tensor::empty({T, B, H});
+  const Tensor x_values = saved_values(x_in);  // (T,B,in) row-major, read as (T·B,in)
+  GruSequenceSaved saved{.x = x_values.as_strided({rows, input}, contiguous_strides({rows, input}),
+                                                  x_values.offset()),
+                         .h0 = h0_in.defined() ? saved_values(h0_in) : zeros({B, H}),
+                         .outputs = detach(outputs),  // not the handle: no cycle through the node
+                         .weight_ih = saved_values(weight_ih_in),
+                         .weight_hh = saved_values(weight_hh_in),
+                         .r = Tensor::empty({T, B, H}),
+                         .z = Tensor::empty({T, B, H}),
+                         .n = Tensor::empty({T, B, H}),
+                         .gh_n = Tensor::empty({T, B, H}),
+                         .need_x = requires_grad(x_in),
+                         .need_h0 = h0_in.defined() && requires_grad(h0_in),
+                         .need_weight_ih = requires_grad(weight_ih_in),
+                         .need_weight_hh = requires_grad(weight_hh_in),
+                         .need_bias_ih = bias_ih_in.defined() && requires_grad(bias_ih_in),
+                         .need_bias_hh = bias_hh_in.defined() && requires_grad(bias_hh_in)};
+  const Tensor b_ih = saved_values(bias_ih_in), b_hh = saved_values(bias_hh_in);
+
+  Tensor gi = Tensor::empty({rows, 3 * H});  // every step's input projection, one product
+  kernels::affine_forward(gi.data(), saved.x.data(), saved.weight_ih.data(),
+                          b_ih.defined() ? b_ih.data() : nullptr, rows, input, 3 * H);
+  Tensor gh = Tensor::empty({B, 3 * H});
+  const int64_t step = B * H;
+  for (int64_t t = 0; t < T; ++t) {
+    const real* h = t == 0 ? saved.h0.data() : saved.outputs.data() + (t - 1) * step;
+    kernels::affine_forward(gh.data(), h, saved.weight_hh.data(),
+                            b_hh.defined() ? b_hh.data() : nullptr, B, H, 3 * H);
+    kernels::gru_gates_forward(saved.outputs.data() + t * step, saved.r.data() + t * step,
+                               saved.z.data() + t * step, saved.n.data() + t * step,
+                               saved.gh_n.data() + t * step, gi.data() + t * B * 3 * H,
+                               gh.data(), h, B, H);
+  }
+
+  // dY (T,B,H) -> gradients of (x, h0, W_ih, W_hh, b_ih, b_hh), by the formulas above.
+  auto gradients = [saved = std::move(saved), T, B, input, H](const Tensor& d_outputs_in) {
+    const Tensor d_outputs = d_outputs_in.contiguous_data();
+    const int64_t rows = T * B, step = B * H;
+    Tensor d_gi = Tensor::empty({rows, 3 * H}), d_gh = Tensor::empty({rows, 3 * H});
+    Tensor dh = zeros({B, H}), dh_new = Tensor::empty({B, H}), dh_direct = Tensor::empty({B, H});
+    for (int64_t t = T - 1; t >= 0; --t) {
+      const real* h = t == 0 ? saved.h0.data() : saved.outputs.data() + (t - 1) * step;
+      kernels::binary_forward(kernels::Binary::add, dh_new.data(), d_outputs.data() + t * step, 1,
+                              dh.data(), 1, step);
+      kernels::gru_gates_backward(d_gi.data() + t * B * 3 * H, d_gh.data() + t * B * 3 * H,
+                                  dh_direct.data(), dh_new.data(), saved.r.data() + t * step,
+                                  saved.z.data() + t * step, saved.n.data() + t * step,
+                                  saved.gh_n.data() + t * step, h, B, H);
+      if (t == 0 && !saved.need_h0) break;  // dh0 is the only use of the last dh
+      kernels::matmul_forward(dh.data(), d_gh.data() + t * B * 3 * H, Layout::normal,
+                              saved.weight_hh.data(), Layout::normal, B, 3 * H, H);
+      kernels::accumulate(dh.data(), dh_direct.data(), step);
+    }
+    Tensor dx, dbias_ih, dbias_hh;
+    if (saved.need_x) {  // dGI @ W_ih
+      dx = Tensor::empty({T, B, input});
+      kernels::matmul_forward(dx.data(), d_gi.data(), Layout::normal, saved.weight_ih.data(),
+                              Layout::normal, rows, 3 * H, input);
+    }
+    if (saved.need_bias_ih) {
+      dbias_ih = Tensor::empty({3 * H});
+      kernels::sum_axis_forward(dbias_ih.data(), d_gi.data(), 1, rows, 3 * H);
+    }
+    if (saved.need_bias_hh) {
+      dbias_hh = Tensor::empty({3 * H});
+      kernels::sum_axis_forward(dbias_hh.data(), d_gh.data(), 1, rows, 3 * H);
+    }
+    Gradient dweight_hh;
+    if (saved.need_weight_hh) {  // dGHᵀ @ H_prev, H_prev = [h0; h_1 … h_{T−1}]
+      Tensor h_prev = Tensor::empty({rows, H});
+      std::copy_n(saved.h0.data(), step, h_prev.data());
+      std::copy_n(saved.outputs.data(), (T - 1) * step, h_prev.data() + step);
+      dweight_hh = Gradient::product(d_gh, h_prev);
+    }
+    return Gradients{dx,
+                     saved.need_h0 ? dh : Tensor(),
+                     saved.need_weight_ih ? Gradient::product(d_gi, saved.x) : Gradient(),
+                     std::move(dweight_hh),
+                     dbias_ih,
+                     dbias_hh};
+  };
+  return record("gru_sequence", outputs,
+                {x_in, h0_in, weight_ih_in, weight_hh_in, bias_ih_in, bias_hh_in},
                 std::move(gradients));
 }
 

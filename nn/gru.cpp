@@ -1,8 +1,9 @@
-// nn/gru.cpp — GRUCell and GRU on top of the fused gru_cell op.
+// nn/gru.cpp — GRUCell and GRU on top of the fused gru_cell and gru_sequence ops.
 //
 // GRU runs layer by layer: layer 0 over all T steps, then layer 1 over layer
-// 0's outputs, and so on. Each step is one gru_cell node, so a T-step, L-layer
-// forward records T·L cell nodes plus the slicing of x and the final stacking.
+// 0's outputs, and so on. Each layer over a sequence is one gru_sequence node
+// (a single step, a decoder's, one gru_cell node), so a T-step, L-layer
+// forward records L nodes, plus the dropout between layers.
 #include "nn/gru.hpp"
 
 #include <cmath>
@@ -124,39 +125,30 @@ void GRU::check_state(const Tensor& h0, int64_t batch) const {
         h0.shape(), Shape{L, batch, H});
 }
 
-// steps: T × (B,I); h0: (L,B,H) or undefined -> T × (B,H), finals: L × (B,H)
-std::vector<Tensor> GRU::run_layers(std::vector<Tensor> steps, const Tensor& h0, int64_t batch,
-                                    std::vector<Tensor>& finals) {
+// x: (T,B,I); h0: (L,B,H) or undefined -> (T,B,H), finals: L × (B,H)
+Tensor GRU::run_layers(Tensor x, const Tensor& h0, int64_t batch, std::vector<Tensor>& finals) {
   const int64_t L = options_.num_layers(), H = options_.hidden_size();
+  const int64_t T = x.shape()[0];
   const double p = options_.dropout();
   const bool drop = is_training() && p > 0.0;
   for (int64_t k = 0; k < L; ++k) {
     const LayerWeights& w = layers_[k];
-    Tensor h = h0.defined() ? select(h0, 0, k) : zeros({batch, H});
-    // Each step's input is replaced by this layer's output at that step,
-    // which is the next layer's input.
-    if (steps.size() == 1) {
-      h = gru_cell(steps.front(), h, w.weight_ih, w.weight_hh, w.bias_ih, w.bias_hh);
-      steps.front() = h;
+    const Tensor h = h0.defined() ? select(h0, 0, k) : Tensor();
+    if (T == 1) {
+      // One step (a decoder's): the cell itself, so that the output is h_1
+      // and the final state a view of it, with no sequence bookkeeping.
+      const Tensor x0 = select(x, 0, 0);
+      const Tensor state = h.defined() ? h : zeros({batch, H});
+      x = unsqueeze(gru_cell(x0, state, w.weight_ih, w.weight_hh, w.bias_ih, w.bias_hh), 0);
     } else {
-      // A whole sequence: every step's input projection as one product,
-      // (T·B,I) @ (I,3H), which reads W_ih once rather than once per step
-      // (and its backward forms dX and dW_ih as one product each).
-      const auto T = static_cast<int64_t>(steps.size());
-      const Tensor projected = linear(reshape(stack(steps, 0), {T * batch, -1}), w.weight_ih,
-                                      w.bias_ih);  // (T·B,3H)
-      for (int64_t t = 0; t < T; ++t) {
-        h = gru_cell_projected(slice(projected, 0, t * batch, (t + 1) * batch), h, w.weight_hh,
-                               w.bias_hh);
-        steps[t] = h;
-      }
+      // The whole sequence as one node: the input's projection for all T
+      // steps is one product, and backward forms each weight's gradient once.
+      x = gru_sequence(x, h, w.weight_ih, w.weight_hh, w.bias_ih, w.bias_hh);
     }
-    finals.push_back(h);  // h_n is taken before dropout, as in PyTorch
-    if (drop && k + 1 < L) {
-      for (Tensor& x : steps) x = x * dropout_mask({batch, H}, p, dropout_generator_);
-    }
+    finals.push_back(select(x, 0, T - 1));  // h_n is taken before dropout, as in PyTorch
+    if (drop && k + 1 < L) x = x * dropout_mask({T, batch, H}, p, dropout_generator_);
   }
-  return steps;
+  return x;
 }
 
 // x: (T,B,I) or (B,T,I), h0: (L,B,H) -> output (T,B,H) or (B,T,H), h_n (L,B,H)
@@ -179,12 +171,9 @@ GRUOutput GRU::forward(const Tensor& x, const Tensor& h0) {
   check(T > 0, "GRU: x has shape {}, an empty sequence (T = 0); give at least one step", x.shape());
   check_state(h0, batch);
 
-  std::vector<Tensor> steps;
-  steps.reserve(T);
-  for (int64_t t = 0; t < T; ++t) steps.push_back(select(x, time_axis, t));  // views
   std::vector<Tensor> finals;
-  const std::vector<Tensor> outputs = run_layers(std::move(steps), h0, batch, finals);
-  return {stack_or_view(outputs, time_axis), stack_or_view(finals, 0)};
+  const Tensor output = run_layers(batch_first ? transpose(x, 0, 1) : x, h0, batch, finals);
+  return {batch_first ? transpose(output, 0, 1) : output, stack_or_view(finals, 0)};
 }
 
 // x: (B,I), h: (L,B,H) -> output (B,H), h_n (L,B,H)
@@ -198,8 +187,8 @@ GRUOutput GRU::step(const Tensor& x, const Tensor& h) {
   const int64_t batch = x.shape()[0];
   check_state(h, batch);
   std::vector<Tensor> finals;
-  const std::vector<Tensor> outputs = run_layers({x}, h, batch, finals);
-  return {outputs.front(), stack_or_view(finals, 0)};
+  const Tensor output = run_layers(unsqueeze(x, 0), h, batch, finals);
+  return {select(output, 0, 0), stack_or_view(finals, 0)};
 }
 
 std::string GRU::extra_repr() const {

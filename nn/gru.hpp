@@ -157,10 +157,9 @@ class GRU : public Module {
   std::string extra_repr() const override;
 
  private:
-  // steps: T tensors (B,I); h0: (L,B,H) or undefined. Returns the top layer's
-  // T outputs (B,H) and fills `finals` with each layer's last state (B,H).
-  std::vector<Tensor> run_layers(std::vector<Tensor> steps, const Tensor& h0, int64_t batch,
-                                 std::vector<Tensor>& finals);
+  // x: (T,B,I); h0: (L,B,H) or undefined. Returns the top layer's outputs
+  // (T,B,H) and fills `finals` with each layer's last state (B,H).
+  Tensor run_layers(Tensor x, const Tensor& h0, int64_t batch, std::vector<Tensor>& finals);
   void check_state(const Tensor& h0, int64_t batch) const;
 
   GRUOptions options_;

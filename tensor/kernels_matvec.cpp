@@ -42,18 +42,24 @@ bool matvec_forward(real* c, const real* a, Layout a_layout, const real* b, Layo
 
 using namespace simd;
 
-// W rows of w per pass (8 floats with AVX2): W independent FMA chains share
-// each load of x, and horizontal_sums turns the W accumulators into W results.
-// The k left over after the last full batch (K mod W) are added as scalars.
+// W rows of w per pass (16 floats with AVX-512): one FMA chain per row over
+// its whole length, the rows one after another, so w is read front to back
+// as one stream (x stays in L1); the chains of neighbouring rows are
+// independent and overlap. horizontal_sums turns the W accumulators into W
+// results, and the k left over after the last full batch (K mod W) are added
+// as scalars. (Reading the W rows side by side instead, a batch of each in
+// turn, makes W streams a row apart: 59 against 72 GB/s for a (2297,256)
+// float matrix streaming from L3, AMD EPYC Zen 5.)
 void matvec_nt(real* y, const real* x, const real* w, int64_t K, int64_t N) {
   const int64_t k_full = K - K % W;
   int64_t j = 0;
   for (; j + W <= N; j += W) {
     std::array<Batch, W> acc;
-    acc.fill(Batch(real(0)));
-    for (int64_t k = 0; k < k_full; k += W) {
-      const Batch xv = load(x + k);
-      for (int64_t r = 0; r < W; ++r) acc[r] = simd::fma(load(w + (j + r) * K + k), xv, acc[r]);
+    for (int64_t r = 0; r < W; ++r) {
+      const real* row = w + (j + r) * K;
+      Batch total(real(0));
+      for (int64_t k = 0; k < k_full; k += W) total = simd::fma(load(row + k), load(x + k), total);
+      acc[r] = total;
     }
     std::array<real, W> sums;
     horizontal_sums(acc, sums.data());

@@ -219,12 +219,20 @@ void map(real* out, int64_t n, F&& f, const real* a, const real* b = nullptr,
   return total;
 }
 
-// max of x[i] for i < n (−∞ for n = 0).
+// max of x[i] for i < n (−∞ for n = 0), with four independent maxima so that
+// a long row is not one chain of max latencies.
 inline real maximum(const real* x, int64_t n) {
   const real lowest = -std::numeric_limits<real>::infinity();
-  Batch best(lowest);
+  Batch best(lowest), best1(lowest), best2(lowest), best3(lowest);
   int64_t i = 0;
+  for (; i + 4 * W <= n; i += 4 * W) {
+    best = xsimd::max(best, load(x + i));
+    best1 = xsimd::max(best1, load(x + i + W));
+    best2 = xsimd::max(best2, load(x + i + 2 * W));
+    best3 = xsimd::max(best3, load(x + i + 3 * W));
+  }
   for (; i + W <= n; i += W) best = xsimd::max(best, load(x + i));
+  best = xsimd::max(xsimd::max(best, best1), xsimd::max(best2, best3));
   if (i < n) best = xsimd::max(best, tail_batch(x, n, lowest));
   alignas(64) std::array<real, W> lanes;
   best.store_aligned(lanes.data());

@@ -66,34 +66,92 @@ void log_softmax_backward(real* dx, const real* y, const real* dy, int64_t rows,
 
 using namespace simd;
 
-// The softmax kernels take rows in groups of this many, each pass over the
-// whole group before the next pass (see softmax_forward).
+// Rows are taken in groups that fit in half of L1 (at most kRowGroup rows),
+// every pass over the whole group before the next one: a long row (an
+// output layer's 2297 logits, 9 KB) comes in from L2 or L3 once, for its
+// maximum, and stays in L1 for the other passes; many short rows (attention's
+// 49 keys) have their maxima and sums, independent short reductions, overlap
+// instead of each waiting behind its own row's other passes.
 constexpr int64_t kRowGroup = 64;
+constexpr int64_t kGroupBytes = 24 << 10;
 
-// Passes over a group of up to 64 rows at a time rather than per row: every
-// row's maximum, y = x − max row by row, e^y over the whole group in one run,
-// every row's Σ, then each row scaled by 1/Σ. exp is most of the cost (about
-// 9 ns a batch here, Zen 1), and one run over the group spends a batch on one
-// ragged tail in all, where a pass per row would spend one per row (50 rows of
-// 49 keys: 307 batches instead of 350). The maxima and the sums of the group
-// are independent short reductions, so they overlap when taken together
-// rather than each waiting behind its row's other passes (5% faster for 50
-// rows of 49). The row passes use whole batches and a tail that overlaps the
-// last one (see map).
+int64_t group_rows(int64_t cols) {
+  return std::clamp<int64_t>(kGroupBytes / std::max<int64_t>(cols * int64_t(sizeof(real)), 1), 1,
+                             kRowGroup);
+}
+
+// y = e^(x − shift) over one row of n ≥ 1 values, returning Σ y. The full
+// batches go two at a time (two independent chains of the exp polynomial and
+// of the sum); the last n mod W values are the batch that ends the row, its
+// lanes already counted padded with −∞ (e^−∞ = 0) so that they add nothing,
+// or, for a row shorter than W, the row padded the same way.
+real exp_row(real* y, const real* x, real shift, int64_t n) {
+  const Batch minus(shift);
+  const real lowest = -std::numeric_limits<real>::infinity();
+  if (n < W) {
+    const Batch e = exp_nonpositive<real>(load_partial(x, n, lowest) - minus);
+    store_partial(y, e, n);
+    return xsimd::hadd(e);
+  }
+  Batch total0(real(0)), total1(real(0));
+  int64_t c = 0;
+  for (; c + 2 * W <= n; c += 2 * W) {
+    const Batch e0 = exp_nonpositive<real>(load(x + c) - minus);
+    const Batch e1 = exp_nonpositive<real>(load(x + c + W) - minus);
+    e0.store_unaligned(y + c);
+    e1.store_unaligned(y + c + W);
+    total0 += e0;
+    total1 += e1;
+  }
+  if (c + W <= n) {
+    const Batch e = exp_nonpositive<real>(load(x + c) - minus);
+    e.store_unaligned(y + c);
+    total0 += e;
+    c += W;
+  }
+  if (c < n) {
+    const Batch e = exp_nonpositive<real>(tail_batch(x, n, lowest) - minus);
+    total1 += e;
+    // The whole last batch is stored: its first lanes get the values they
+    // already hold, from the same inputs.
+    exp_nonpositive<real>(load(x + n - W) - minus).store_unaligned(y + n - W);
+  }
+  return xsimd::hadd(total0 + total1);
+}
+
+// Σ e^(x − shift) over one row of n ≥ 1 values, as exp_row without storing.
+real exp_sum(const real* x, real shift, int64_t n) {
+  const Batch minus(shift);
+  const real lowest = -std::numeric_limits<real>::infinity();
+  if (n < W) return xsimd::hadd(exp_nonpositive<real>(load_partial(x, n, lowest) - minus));
+  Batch total0(real(0)), total1(real(0));
+  int64_t c = 0;
+  for (; c + 2 * W <= n; c += 2 * W) {
+    total0 += exp_nonpositive<real>(load(x + c) - minus);
+    total1 += exp_nonpositive<real>(load(x + c + W) - minus);
+  }
+  if (c + W <= n) {
+    total0 += exp_nonpositive<real>(load(x + c) - minus);
+    c += W;
+  }
+  if (c < n) total1 += exp_nonpositive<real>(tail_batch(x, n, lowest) - minus);
+  return xsimd::hadd(total0 + total1);
+}
+
+// Per group: every row's maximum, then y = e^(x − max) with its Σ in one
+// pass, then each row scaled by 1/Σ (in L1 by then).
 void softmax_forward(real* out, const real* x, int64_t rows, int64_t cols) {
+  if (cols == 0) return;
+  const int64_t group = group_rows(cols);
   std::array<real, kRowGroup> per_row;
-  for (int64_t r0 = 0; r0 < rows; r0 += kRowGroup) {
-    const int64_t count = std::min(kRowGroup, rows - r0);
+  for (int64_t r0 = 0; r0 < rows; r0 += group) {
+    const int64_t count = std::min(group, rows - r0);
     const real* in = x + r0 * cols;
     real* y = out + r0 * cols;
     for (int64_t r = 0; r < count; ++r) per_row[r] = maximum(in + r * cols, cols);
     for (int64_t r = 0; r < count; ++r) {
-      const Batch largest(per_row[r]);
-      map(
-          y + r * cols, cols, [&](Batch v, Batch, Batch) { return v - largest; }, in + r * cols);
+      per_row[r] = exp_row(y + r * cols, in + r * cols, per_row[r], cols);
     }
-    exp_nonpositive(y, y, count * cols);
-    for (int64_t r = 0; r < count; ++r) per_row[r] = sum(y + r * cols, cols);
     for (int64_t r = 0; r < count; ++r) {
       const Batch inverse(real(1) / per_row[r]);
       map(
@@ -102,13 +160,15 @@ void softmax_forward(real* out, const real* x, int64_t rows, int64_t cols) {
   }
 }
 
-// dx = y ⊙ (dy − Σ dy ⊙ y) row by row, in groups of kRowGroup rows: the
-// group's dot products first, which are independent short reductions that
-// overlap, then the elementwise pass of each row.
+// dx = y ⊙ (dy − Σ dy ⊙ y) row by row, in groups: the group's dot products
+// first, which are independent short reductions that overlap, then the
+// elementwise pass of each row.
 void softmax_backward(real* dx, const real* y, const real* dy, int64_t rows, int64_t cols) {
+  if (cols == 0) return;
+  const int64_t group = group_rows(2 * cols);  // two inputs per row
   std::array<real, kRowGroup> inner;
-  for (int64_t r0 = 0; r0 < rows; r0 += kRowGroup) {
-    const int64_t count = std::min(kRowGroup, rows - r0);
+  for (int64_t r0 = 0; r0 < rows; r0 += group) {
+    const int64_t count = std::min(group, rows - r0);
     for (int64_t r = 0; r < count; ++r) {
       const int64_t start = (r0 + r) * cols;
       inner[r] = dot(dy + start, y + start, cols);
@@ -123,24 +183,25 @@ void softmax_backward(real* dx, const real* y, const real* dy, int64_t rows, int
   }
 }
 
-// Each row: its maximum, Σ e^(x − max) without storing a term, then
-// y = x − (max + log Σ) in one elementwise pass.
+// Per group: every row's maximum, every row's log Σ e^(x − max) without
+// storing a term, then y = x − (max + log Σ) in one elementwise pass.
 void log_softmax_forward(real* out, const real* x, int64_t rows, int64_t cols) {
-  for (int64_t r = 0; r < rows; ++r) {
-    const real* in = x + r * cols;
-    if (cols == 0) continue;
-    const real largest = maximum(in, cols);
-    const Batch shift(largest);
-    Batch terms(real(0));
-    int64_t c = 0;
-    for (; c + W <= cols; c += W) terms += exp_nonpositive<real>(load(in + c) - shift);
-    if (c < cols) {
-      const real lowest = -std::numeric_limits<real>::infinity();  // e^−∞ = 0 in the pad lanes
-      terms += exp_nonpositive<real>(tail_batch(in, cols, lowest) - shift);
+  if (cols == 0) return;
+  const int64_t group = group_rows(cols);
+  std::array<real, kRowGroup> per_row;
+  for (int64_t r0 = 0; r0 < rows; r0 += group) {
+    const int64_t count = std::min(group, rows - r0);
+    const real* in = x + r0 * cols;
+    for (int64_t r = 0; r < count; ++r) per_row[r] = maximum(in + r * cols, cols);
+    for (int64_t r = 0; r < count; ++r) {
+      per_row[r] += std::log(exp_sum(in + r * cols, per_row[r], cols));
     }
-    const Batch log_total(largest + std::log(xsimd::hadd(terms)));
-    map(
-        out + r * cols, cols, [&](Batch v, Batch, Batch) { return v - log_total; }, in);
+    for (int64_t r = 0; r < count; ++r) {
+      const Batch log_total(per_row[r]);
+      map(
+          out + (r0 + r) * cols, cols, [&](Batch v, Batch, Batch) { return v - log_total; },
+          in + r * cols);
+    }
   }
 }
 

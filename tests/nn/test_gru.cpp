@@ -1,4 +1,4 @@
-// tests/nn/test_gru.cpp — the fused gru_cell op, GRUCell and GRU.
+// tests/nn/test_gru.cpp — the fused gru_cell and gru_sequence ops, GRUCell and GRU.
 //
 // The specification is composed_gru_cell below: the cell's equations written
 // with primitive ops (matmul, add, narrow, sigmoid, tanh, mul). The fused op
@@ -6,7 +6,8 @@
 // that its backward is checked by central differences ([f64], ε = 1e-6,
 // passing when |analytic − numeric| ≤ 1e-6 + 1e-5·|numeric|; the cell is
 // smooth everywhere, so there are no kinks to avoid), and one small case is
-// worked out by hand. The modules are checked for PyTorch's names and shapes,
+// worked out by hand. gru_sequence's specification is gru_cell applied step
+// by step. The modules are checked for PyTorch's names and shapes,
 // batch_first, step(), dropout placement, and a 2000-step sequence.
 #include <algorithm>
 #include <catch2/catch.hpp>
@@ -186,6 +187,76 @@ TEST_CASE("gru_cell equals the cell composed from primitive ops, values and grad
       if (expected[i].defined()) CHECK(difference(actual[i], expected[i]) <= kClose);
     }
   }
+}
+
+TEST_CASE("gru_sequence equals gru_cell step by step, values and gradients", "[gru]") {
+  // The sequence node against its specification, the chain of cell nodes:
+  // the same products and gate kernels, so the same values bit for bit; the
+  // weight gradients are one product over T·B rows against T products added
+  // up, so those agree to rounding.
+  Generator generator(31);
+  const int64_t T = 5, B = 3, I = 4, H = 7;
+  for (bool with_h0 : {true, false}) {
+    const Tensor x = requires_grad_(uniform({T, B, I}, -1, 1, generator));
+    const Tensor h0 = requires_grad_(uniform({B, H}, -1, 1, generator));
+    std::vector<Tensor> weights = {uniform({3 * H, I}, -0.5, 0.5, generator),
+                                   uniform({3 * H, H}, -0.5, 0.5, generator),
+                                   uniform({3 * H}, -0.5, 0.5, generator),
+                                   uniform({3 * H}, -0.5, 0.5, generator)};
+    for (Tensor& w : weights) requires_grad_(w);
+    const Tensor upstream = uniform({T, B, H}, -1, 1, generator);  // a loss weighting every h_t
+
+    auto gradients = [&](const Tensor& outputs) {
+      for (const Tensor& t : {x, h0, weights[0], weights[1], weights[2], weights[3]}) zero_grad(t);
+      backward(sum(outputs * upstream));
+      std::vector<Tensor> result;
+      for (const Tensor& t : {x, weights[0], weights[1], weights[2], weights[3]}) {
+        result.push_back(grad(t).clone_data());
+      }
+      if (with_h0) result.push_back(grad(h0).clone_data());
+      return result;
+    };
+    const Tensor h_start = with_h0 ? h0 : Tensor();
+    const Tensor fused =
+        gru_sequence(x, h_start, weights[0], weights[1], weights[2], weights[3]);
+    const std::vector<Tensor> fused_grads = gradients(fused);
+
+    std::vector<Tensor> steps;
+    Tensor h = with_h0 ? h0 : zeros({B, H});
+    for (int64_t t = 0; t < T; ++t) {
+      h = gru_cell(select(x, 0, t), h, weights[0], weights[1], weights[2], weights[3]);
+      steps.push_back(h);
+    }
+    const Tensor chained = stack(steps, 0);
+    const std::vector<Tensor> chained_grads = gradients(chained);
+
+    INFO("with h0: " << with_h0);
+    CHECK(fused.to_vector() == chained.to_vector());
+    REQUIRE(fused_grads.size() == chained_grads.size());
+    for (size_t i = 0; i < fused_grads.size(); ++i) {
+      INFO("gradient " << i << " of x, W_ih, W_hh, b_ih, b_hh, h0");
+      CHECK(difference(fused_grads[i], chained_grads[i]) <= kClose);
+    }
+  }
+}
+
+TEST_CASE("gru_sequence is one graph node and rejects mismatched shapes", "[gru]") {
+  Generator generator(32);
+  const Tensor x = requires_grad_(uniform({4, 2, 3}, -1, 1, generator));
+  const Tensor w_ih = requires_grad_(uniform({15, 3}, -1, 1, generator));
+  const Tensor w_hh = requires_grad_(uniform({15, 5}, -1, 1, generator));
+  const Tensor y = gru_sequence(x, Tensor(), w_ih, w_hh, Tensor(), Tensor());
+  CHECK(y.shape() == Shape{4, 2, 5});
+  CHECK(std::string(grad_fn(y)->name) == "gru_sequence");
+  CHECK_THROWS_WITH(gru_sequence(x, zeros({3, 5}), w_ih, w_hh, Tensor(), Tensor()),
+                    Contains("gru_sequence: h0 has shape (3,5)") && Contains("(2,5)"));
+  CHECK_THROWS_WITH(gru_sequence(x, Tensor(), uniform({15, 4}, -1, 1, generator), w_hh, Tensor(),
+                                 Tensor()),
+                    Contains("gru_sequence: with x (4,2,3)") && Contains("(15,3)"));
+  CHECK_THROWS_WITH(gru_sequence(x, Tensor(), w_ih, w_hh, zeros({14}), Tensor()),
+                    Contains("gru_sequence: bias_ih has shape (14)"));
+  CHECK_THROWS_WITH(gru_sequence(select(x, 0, 0), Tensor(), w_ih, w_hh, Tensor(), Tensor()),
+                    Contains("must be (time, batch, input)"));
 }
 
 TEST_CASE("gru_cell on a case worked out by hand", "[gru]") {
