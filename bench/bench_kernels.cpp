@@ -19,6 +19,9 @@
 //      the Nadaraya–Watson attention pooling (rows of 49 keys), and the
 //      softmax row lengths seq2seq uses. `bench_kernels attention` runs
 //      this table alone.
+//   5. The memory-bound kernels (softmax rows, matvec, vecmat) in GB/s,
+//      against a copy and a read of the same bytes measured in the same run.
+//   6. nn::GRU over a sequence, forward and backward, in GFLOP/s.
 // Every figure is the median of 7 timed samples; each sample repeats the
 // work until it takes at least 20 ms of this thread's CPU time (not wall
 // time, so other processes sharing the core do not inflate the numbers). Timings are for reading,
@@ -30,8 +33,13 @@
 #include <ctime>
 #include <fstream>
 #include <functional>
+#include <cstdlib>
+#include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include <unistd.h>
 
 #include "attograd.hpp"
 #include "bench/openblas.hpp"
@@ -414,6 +422,107 @@ void attention_table() {
       [&] { kernels::scalar::accumulate(out.data(), grad.data(), Q * K); });
 }
 
+// ---- 5. Memory-bound kernels --------------------------------------------------------
+
+// Bytes a kernel must move at the least (each input read once, each output
+// written once) over its time, beside what the core can move here: a copy of
+// the same number of bytes (memcpy, read and write) and a read of them (a
+// SIMD sum, read only), measured in the same run. The operands repeat from
+// call to call, so they come from whichever cache holds them: a (640, 2297)
+// float block (5.9 MB) from L3, a (768, 256) weight (786 KB) from L2 on a
+// 1 MB-L2 core. A kernel that reaches the copy or read rate is as fast as the
+// shape allows.
+void bandwidth_row(const std::string& name, double bytes, double seconds, double copy_gbs,
+                   double read_gbs) {
+  const double gbs = bytes / seconds * 1e-9;
+  fmt::print("{:<34} {:>10.1f} {:>9.1f} {:>10.1f} {:>9.0f}% {:>9.1f} {:>9.0f}%\n", name,
+             seconds * 1e6, gbs, copy_gbs, 100 * gbs / copy_gbs, read_gbs, 100 * gbs / read_gbs);
+}
+
+// GB/s of memcpy over `bytes` (counting the bytes read and written) and of a
+// read of them.
+std::pair<double, double> copy_and_read(int64_t bytes) {
+  const int64_t n = bytes / int64_t(sizeof(real));
+  const std::vector<real> from(n, real(0.5));
+  std::vector<real> to(n);
+  const double copy = median_seconds([&] { std::memcpy(to.data(), from.data(), n * sizeof(real)); });
+  volatile real sink = 0;
+  const double read = median_seconds([&] {
+    real total;
+    kernels::sum_axis_forward(&total, from.data(), 1, n, 1);
+    sink = total;
+  });
+  return {2.0 * double(bytes) / copy * 1e-9, double(bytes) / read * 1e-9};
+}
+
+void bandwidth_table() {
+  fmt::print(
+      "\n5. memory-bound kernels (medians of {} samples; GB/s = the bytes the kernel must read\n"
+      "   and write over its time; copy = memcpy of the operand's size, counting read and\n"
+      "   write; read = a SIMD sum over it; both in this run)\n\n",
+      kSamples);
+  fmt::print("{:<34} {:>10} {:>9} {:>10} {:>10} {:>9} {:>10}\n", "kernel (shape)", "us", "GB/s",
+             "copy GB/s", "of copy", "read GB/s", "of read");
+  Generator generator(5);
+  {
+    constexpr int64_t rows = 640, cols = 2297;  // an output layer's logits over T·B = 640 rows
+    const std::vector<real> logits = uniform({rows * cols}, -4, 4, generator).to_vector();
+    std::vector<real> out(rows * cols);
+    const int64_t bytes = rows * cols * int64_t(sizeof(real));
+    const auto [copy, read] = copy_and_read(bytes);
+    bandwidth_row("softmax rows (640,2297)", 2.0 * double(bytes),
+                  median_seconds([&] { kernels::softmax_forward(out.data(), logits.data(), rows, cols); }),
+                  copy, read);
+    bandwidth_row(
+        "log_softmax rows (640,2297)", 2.0 * double(bytes),
+        median_seconds([&] { kernels::log_softmax_forward(out.data(), logits.data(), rows, cols); }),
+        copy, read);
+  }
+  for (const int64_t N : {2297, 768}) {  // an output layer, the GRU's gates: y = x Wᵀ, and dx = dy W
+    constexpr int64_t K = 256;
+    const std::vector<real> weight = uniform({N * K}, -1, 1, generator).to_vector();
+    const std::vector<real> x = uniform({std::max(N, K)}, -1, 1, generator).to_vector();
+    std::vector<real> y(std::max(N, K));
+    const int64_t bytes = N * K * int64_t(sizeof(real));
+    const auto [copy, read] = copy_and_read(bytes);
+    bandwidth_row(fmt::format("matvec_nt ({},{}) @ ({})", N, K, K), double(bytes),
+                  median_seconds([&] { kernels::matvec_nt(y.data(), x.data(), weight.data(), K, N); }),
+                  copy, read);
+    bandwidth_row(fmt::format("vecmat ({}) @ ({},{})", N, N, K), double(bytes),
+                  median_seconds([&] { kernels::vecmat(y.data(), x.data(), weight.data(), N, K); }),
+                  copy, read);
+  }
+}
+
+// ---- 6. A GRU over a sequence -------------------------------------------------------------
+
+// nn::GRU forward and backward through the public API, every gradient formed:
+// the products of one input projection, T recurrent steps, and the backward's
+// per-step and whole-sequence products, in GFLOP/s of those products and as a
+// share of the FMA peak (the gate kernels and bookkeeping count as time, not
+// flops).
+void gru_table(double peak) {
+  constexpr int64_t T = 10, B = 64, I = 256, H = 256;
+  fmt::print("\n6. nn::GRU({}, {}) over T = {}, B = {}: forward and backward, every gradient formed\n\n",
+             I, H, T, B);
+  Generator generator(6);
+  auto gru = std::make_shared<nn::GRU>(nn::GRUOptions(I, H), generator);
+  const Tensor x = requires_grad_(randn({T, B, I}, generator));
+  const double seconds = median_seconds([&] {
+    gru->zero_grad();
+    zero_grad(x);
+    backward(sum(gru->forward(x).output));
+    for (const Tensor& parameter : gru->parameters()) (void)grad(parameter);
+    (void)grad(x);
+  });
+  // Forward: X W_ihᵀ and T steps of h W_hhᵀ; backward: T steps of dGH W_hh,
+  // then dX, dW_ih and dW_hh over all T·B rows. 2 flops per multiply-add.
+  const double flops = 2.0 * 6.0 * double(T * B) * double(3 * H) * double(H);
+  fmt::print("{:<34} {:>10.1f} us {:>9.1f} GFLOP/s {:>6.0f}% of the FMA peak\n",
+             "GRU fwd+bwd T10 B64 H256", seconds * 1e6, flops / seconds * 1e-9,
+             100 * flops / seconds * 1e-9 / peak);
+}
+
 std::string cpu_model() {
   std::ifstream cpuinfo("/proc/cpuinfo");
   std::string line;
@@ -426,6 +535,15 @@ std::string cpu_model() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // OpenBLAS's worker threads spin for a long while after each call (by
+  // default 2^28 polls), taking the second core from attograd's two-thread
+  // samples that follow; OPENBLAS_THREAD_TIMEOUT=4 makes them sleep almost at
+  // once. The library reads it when it loads, so the program restarts itself
+  // with it set.
+  if (bench::kHaveOpenblas && std::getenv("OPENBLAS_THREAD_TIMEOUT") == nullptr) {
+    setenv("OPENBLAS_THREAD_TIMEOUT", "4", 1);
+    execv("/proc/self/exe", argv);  // returns only on failure: then run as we are
+  }
   // One core throughout: large products would otherwise be shared between
   // threads (tensor/parallel.hpp), and the thread-CPU-time clock used here
   // counts only the calling thread.
@@ -433,6 +551,7 @@ int main(int argc, char** argv) {
   parallel::set_num_threads(1);
   fmt::print("attograd kernel benchmark (1 thread; the library would use {})\n", threads);
   fmt::print("CPU: {}; kernels: {}\n", cpu_model(), kernels::simd_description());
+  if (bench::kHaveOpenblas) fmt::print("OpenBLAS: {}\n", bench::openblas_description());
   if (argc > 1 && std::string(argv[1]) == "attention") {  // table 4 alone
     attention_table();
     return 0;
@@ -446,5 +565,7 @@ int main(int argc, char** argv) {
   if (argc > 1 && std::string(argv[1]) == "matmul") return 0;  // tables 1, 2 and 2b alone
   speedup_table();
   attention_table();
+  bandwidth_table();
+  gru_table(peak);
   return 0;
 }

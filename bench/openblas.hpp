@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "tensor/kernels.hpp"
 
@@ -44,11 +45,18 @@ inline void openblas_matmul(double* c, const double* a, kernels::Layout a_layout
 }
 
 inline void openblas_threads(int n) { openblas_set_num_threads(n); }
+
+// Which of its kernels OpenBLAS chose for this CPU ("Haswell", "SkylakeX", …;
+// OPENBLAS_CORETYPE overrides the choice) and its build configuration.
+inline std::string openblas_description() {
+  return std::string(openblas_get_corename()) + " kernels; " + openblas_get_config();
+}
 #else
 constexpr bool kHaveOpenblas = false;
 inline void openblas_matmul(real*, const real*, kernels::Layout, const real*, kernels::Layout,
                             int64_t, int64_t, int64_t) {}
 inline void openblas_threads(int) {}
+inline std::string openblas_description() { return ""; }
 #endif
 
 }  // namespace attograd::bench

@@ -83,95 +83,116 @@ inline Batch sigmoid(Batch x) { return Batch(real(1)) / (Batch(real(1)) + xsimd:
 //     values and stays right when out is one of the inputs;
 //   - reductions (sum, dot, maximum) replace the overlapped lanes by a neutral
 //     value (tail_batch below).
-// Rows shorter than W go through the buffer.
+// Rows shorter than W are read and written with masked moves where the
+// instruction set has them (AVX-512's are one cheap instruction; Zen 1's
+// microcoded AVX2 ones still beat the buffer), else through a buffer.
 
-// The `count` (< W) values at p in the first lanes of a batch, the others `pad`.
-inline Batch load_partial(const real* p, int64_t count, real pad) {
-  alignas(64) std::array<real, W> buffer;
-  for (int64_t i = 0; i < W; ++i) buffer[i] = i < count ? p[i] : pad;
-  return Batch::load_aligned(buffer.data());
-}
-
-// Writes the first `count` (< W) lanes of value to p, and nothing after them.
-inline void store_partial(real* p, Batch value, int64_t count) {
-  alignas(64) std::array<real, W> buffer;
-  value.store_aligned(buffer.data());
-  for (int64_t i = 0; i < W; ++i) {
-    if (i < count) p[i] = buffer[i];
-  }
-}
-
-// The lanes of the batch [n − W, n) that the full batches before it did not
-// cover: the last n % W (n ≥ W, n % W ≠ 0).
-// (The lane numbers are a constant array, not a static Batch, so that each
-// call is one load and one compare, with no check that a static is set up.)
+// The lane numbers 0 … W − 1, for masks of the first n lanes.
+// (A constant array, not a static Batch, so that each use is one load and one
+// compare, with no check that a static is set up.)
 inline constexpr auto kLaneIndex = [] {
   std::array<real, W> index{};
   for (int64_t i = 0; i < W; ++i) index[i] = real(i);
   return index;
 }();
 
-inline xsimd::batch_bool<real> tail_lanes(int64_t n) {
-  return load(kLaneIndex.data()) >= Batch(real(W - n % W));
-}
-
-// The first `count` (0 ≤ count < W) lanes of a batch at p, read (the other
-// lanes 0) or written (the memory after them untouched): one masked
-// instruction with AVX-512 or AVX2, which reads and writes nothing of the
-// masked lanes, so p + count may be the end of an allocation; else through a
-// buffer as above. The mask is made once, for a loop over many rows with the
-// same ragged end (the last columns of c, or of b read in place, in the
-// matrix product).
+// Masked moves of the first lanes: overloads by element type, so that a
+// build compiles only those of its own.
 #if defined(__AVX512F__)
-inline __m512 masked_load(__mmask16 mask, const float* p) { return _mm512_maskz_loadu_ps(mask, p); }
-inline __m512d masked_load(__mmask8 mask, const double* p) { return _mm512_maskz_loadu_pd(mask, p); }
+using LaneMask = std::conditional_t<W == 16, __mmask16, __mmask8>;
+inline LaneMask first_lanes_mask(int64_t count) { return LaneMask((1u << count) - 1); }
+inline __m512 masked_load(__m512 pad, __mmask16 mask, const float* p) {
+  return _mm512_mask_loadu_ps(pad, mask, p);
+}
+inline __m512d masked_load(__m512d pad, __mmask8 mask, const double* p) {
+  return _mm512_mask_loadu_pd(pad, mask, p);
+}
 inline void masked_store(float* p, __mmask16 mask, __m512 v) { _mm512_mask_storeu_ps(p, mask, v); }
-inline void masked_store(double* p, __mmask8 mask, __m512d v) { _mm512_mask_storeu_pd(p, mask, v); }
+inline void masked_store(double* p, __mmask8 mask, __m512d v) {
+  _mm512_mask_storeu_pd(p, mask, v);
+}
+#define ATTOGRAD_MASKED_MOVES 1
 #elif defined(__AVX2__)
+using LaneMask = __m256i;
 inline __m256i lane_bits(__m256 lanes) { return _mm256_castps_si256(lanes); }
 inline __m256i lane_bits(__m256d lanes) { return _mm256_castpd_si256(lanes); }
-inline __m256 masked_load(__m256i mask, const float* p) { return _mm256_maskload_ps(p, mask); }
-inline __m256d masked_load(__m256i mask, const double* p) { return _mm256_maskload_pd(p, mask); }
+inline LaneMask first_lanes_mask(int64_t count) {
+  const xsimd::batch_bool<real> lanes =
+      Batch::load_unaligned(kLaneIndex.data()) < Batch(real(count));
+  return lane_bits(lanes);
+}
+inline __m256 masked_load(__m256 pad, __m256i mask, const float* p) {
+  return _mm256_blendv_ps(pad, _mm256_maskload_ps(p, mask), _mm256_castsi256_ps(mask));
+}
+inline __m256d masked_load(__m256d pad, __m256i mask, const double* p) {
+  return _mm256_blendv_pd(pad, _mm256_maskload_pd(p, mask), _mm256_castsi256_pd(mask));
+}
 inline void masked_store(float* p, __m256i mask, __m256 v) { _mm256_maskstore_ps(p, mask, v); }
 inline void masked_store(double* p, __m256i mask, __m256d v) { _mm256_maskstore_pd(p, mask, v); }
+#define ATTOGRAD_MASKED_MOVES 1
+#else
+#define ATTOGRAD_MASKED_MOVES 0
 #endif
 
+// The first `count` (0 ≤ count < W) lanes of a batch at p, read (the other
+// lanes `pad`) or written (the memory after them untouched). Masked moves
+// neither read nor write the lanes they leave out, so p + count may be the
+// end of an allocation. FirstLanes makes the mask once, for loops over many
+// rows with the same ragged end (the last columns of c, or of b read in
+// place, in the matrix product).
 class FirstLanes {
  public:
   explicit FirstLanes(int64_t count) : count_(count) {
-#if defined(__AVX512F__)
-    mask_ = static_cast<Mask>((1u << count) - 1);
-#elif defined(__AVX2__)
-    const xsimd::batch_bool<real> lanes = load(kLaneIndex.data()) < Batch(real(count));
-    mask_ = lane_bits(lanes);
+#if ATTOGRAD_MASKED_MOVES
+    mask_ = first_lanes_mask(count);
 #endif
   }
 
-  Batch read(const real* p) const {
-#if defined(__AVX512F__) || defined(__AVX2__)
-    return Batch(masked_load(mask_, p));
+  Batch read(const real* p, real pad = 0) const {
+#if ATTOGRAD_MASKED_MOVES
+    return Batch(masked_load(Batch(pad), mask_, p));
 #else
-    return load_partial(p, count_, 0);
+    alignas(64) std::array<real, W> buffer;
+    for (int64_t i = 0; i < W; ++i) buffer[i] = i < count_ ? p[i] : pad;
+    return Batch::load_aligned(buffer.data());
 #endif
   }
 
   void write(real* p, Batch value) const {
-#if defined(__AVX512F__) || defined(__AVX2__)
+#if ATTOGRAD_MASKED_MOVES
     masked_store(p, mask_, value);
 #else
-    store_partial(p, value, count_);
+    alignas(64) std::array<real, W> buffer;
+    value.store_aligned(buffer.data());
+    for (int64_t i = 0; i < W; ++i) {
+      if (i < count_) p[i] = buffer[i];
+    }
 #endif
   }
 
  private:
-#if defined(__AVX512F__)
-  using Mask = std::conditional_t<W == 16, __mmask16, __mmask8>;
-  Mask mask_;
-#elif defined(__AVX2__)
-  __m256i mask_;
+#if ATTOGRAD_MASKED_MOVES
+  LaneMask mask_;
 #endif
-  [[maybe_unused]] int64_t count_;
+  [[maybe_unused]] int64_t count_;  // the buffered moves' (without masked moves)
 };
+
+// The `count` (< W) values at p in the first lanes of a batch, the others `pad`.
+inline Batch load_partial(const real* p, int64_t count, real pad) {
+  return FirstLanes(count).read(p, pad);
+}
+
+// Writes the first `count` (< W) lanes of value to p, and nothing after them.
+inline void store_partial(real* p, Batch value, int64_t count) {
+  FirstLanes(count).write(p, value);
+}
+
+// The lanes of the batch [n − W, n) that the full batches before it did not
+// cover: the last n % W (n ≥ W, n % W ≠ 0).
+
+inline xsimd::batch_bool<real> tail_lanes(int64_t n) {
+  return load(kLaneIndex.data()) >= Batch(real(W - n % W));
+}
 
 // The last n % W values of the row [row, row + n) (n % W ≠ 0) in one batch,
 // every other lane `pad`: the overlapping batch at n − W with the lanes the

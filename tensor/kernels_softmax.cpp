@@ -138,19 +138,34 @@ real exp_sum(const real* x, real shift, int64_t n) {
   return xsimd::hadd(total0 + total1);
 }
 
-// Per group: every row's maximum, then y = e^(x − max) with its Σ in one
-// pass, then each row scaled by 1/Σ (in L1 by then).
+// Per group: every row's maximum; then, for long rows, y = e^(x − max) with
+// its Σ in one pass per row, and for short ones (under 4W values: attention
+// over a few dozen keys) y = x − max row by row and one e^x over the whole
+// group, so that the group's rows share one ragged tail instead of paying one
+// each (50 rows of 49: 154 batches of e^x instead of 200), then the sums;
+// then each row scaled by 1/Σ (in L1 by then).
 void softmax_forward(real* out, const real* x, int64_t rows, int64_t cols) {
   if (cols == 0) return;
   const int64_t group = group_rows(cols);
+  const bool short_rows = cols < 4 * W;
   std::array<real, kRowGroup> per_row;
   for (int64_t r0 = 0; r0 < rows; r0 += group) {
     const int64_t count = std::min(group, rows - r0);
     const real* in = x + r0 * cols;
     real* y = out + r0 * cols;
     for (int64_t r = 0; r < count; ++r) per_row[r] = maximum(in + r * cols, cols);
-    for (int64_t r = 0; r < count; ++r) {
-      per_row[r] = exp_row(y + r * cols, in + r * cols, per_row[r], cols);
+    if (short_rows) {
+      for (int64_t r = 0; r < count; ++r) {
+        const Batch largest(per_row[r]);
+        map(
+            y + r * cols, cols, [&](Batch v, Batch, Batch) { return v - largest; }, in + r * cols);
+      }
+      exp_nonpositive(y, y, count * cols);
+      for (int64_t r = 0; r < count; ++r) per_row[r] = sum(y + r * cols, cols);
+    } else {
+      for (int64_t r = 0; r < count; ++r) {
+        per_row[r] = exp_row(y + r * cols, in + r * cols, per_row[r], cols);
+      }
     }
     for (int64_t r = 0; r < count; ++r) {
       const Batch inverse(real(1) / per_row[r]);

@@ -353,6 +353,13 @@ TEST_CASE("softmax and log_softmax kernels: SIMD equals scalar", "[kernels]") {
   cases.push_back({1000, 7});
   cases.push_back({17, 9});
   cases.push_back({50, 49});  // attention pooling: 50 queries over 49 keys
+  // Rows either side of the kernels' switch from short rows (one e^x pass
+  // over a group of rows) to long rows (e^x and Σ per row) at 4W values, W
+  // being 8 or 16 floats; long rows grouped to fit L1 (1000 floats: several
+  // groups); an output layer's row.
+  for (int64_t cols : {31, 32, 33, 63, 64, 65}) cases.push_back({5, cols});
+  cases.push_back({13, 1000});
+  cases.push_back({2, 2297});
   for (Rows c : cases) {
     const int64_t count = c.rows * c.cols;
     const std::string what = fmt::format("({} rows, {} cols)", c.rows, c.cols);
