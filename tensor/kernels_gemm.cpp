@@ -72,12 +72,15 @@ void store_columns(real* p, Batch value, int64_t count) {
   }
 }
 
-// Where a micro-tile finds A's entry (r, k): a[r·row_step + k·k_step] — a
-// packed tile (row_step kc, k_step 1, or row_step 1, k_step h) or, when
-// packing would not pay (one panel only), the operand in place.
+// Where a micro-tile finds A's entry (r, k): a[r·step + k] when the tile's
+// rows run along k (a packed normal tile, step kc, or a normal operand in
+// place, step its leading dimension), else a[r + k·step] (a packed transposed
+// tile, step h, or a transposed operand in place). Which of the two is the
+// micro-tile's template argument AlongK, so one of the strides is a constant 1.
+// (Two words, so it travels in registers: a third made every call spill it.)
 struct TileRows {
   const real* a;
-  int64_t row_step, k_step;
+  int64_t step;
 };
 
 // Where a micro-tile finds B's row k of its panel: b + k·k_step, NV vectors —
@@ -89,22 +92,32 @@ struct PanelRows {
   int64_t k_step;
 };
 
+// What a micro-tile does with c: start its sums from zero or, for the later
+// blocks of k, continue them from what c holds; and store them, or — when
+// its block of k is the whole of K, so the sums are complete — add α times
+// them into c in one rounding, c = fma(α, t, c) (GemmInto's add_scaled).
+struct TileStore {
+  bool continue_sum;
+  bool add_scaled;
+  real alpha;
+};
+
 // c (MR × cols, row stride ldc, cols ≤ NV·W) = the product of the A tile
-// (MR × kc) and the B panel (kc × NV·W), the sums started from zero or, for
-// the later blocks of k, continued from what c holds: either way one FMA
-// chain per entry in k order. Masked: the panel is b in place and its last
-// vector holds cols − (NV − 1)·W < W columns.
+// (MR × kc) and the B panel (kc × NV·W), stored as `store` says: either way
+// one FMA chain per entry in k order. Masked: the panel is b in place and its
+// last vector holds cols − (NV − 1)·W < W columns.
 // (The loops over the rows are unrolled by request: the accumulators stay in
 // registers only when every acc[r][v] is a name the compiler can see, and
 // GCC's own limits leave the 16-row tiles rolled.)
-template <int MR, int NV, bool Masked>
+template <int MR, int NV, bool Masked, bool AlongK>
 void micro_tile(real* c, int64_t ldc, TileRows a, PanelRows b, int64_t kc, int64_t cols,
-                bool continue_sum) {
+                TileStore store) {
   Batch acc[MR][NV];
-  #pragma GCC unroll 16
+#pragma GCC unroll 16
   for (int r = 0; r < MR; ++r) {
     for (int v = 0; v < NV; ++v) {
-      acc[r][v] = continue_sum ? load_columns(c + r * ldc + v * W, cols - v * W) : Batch(real(0));
+      acc[r][v] = store.continue_sum ? load_columns(c + r * ldc + v * W, cols - v * W)
+                                     : Batch(real(0));
     }
   }
   const FirstLanes last_columns(Masked ? cols - (NV - 1) * W : 0);
@@ -114,32 +127,50 @@ void micro_tile(real* c, int64_t ldc, TileRows a, PanelRows b, int64_t kc, int64
       const real* row = b.b + k * b.k_step + v * W;
       column[v] = Masked && v == NV - 1 ? last_columns.read(row) : load(row);
     }
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int r = 0; r < MR; ++r) {
-      const Batch scale(a.a[r * a.row_step + k * a.k_step]);
+      const Batch scale(AlongK ? a.a[r * a.step + k] : a.a[r + k * a.step]);
       for (int v = 0; v < NV; ++v) acc[r][v] = simd::fma(scale, column[v], acc[r][v]);
     }
   }
-  #pragma GCC unroll 16
+  if (store.add_scaled) {
+    const Batch alpha(store.alpha);
+#pragma GCC unroll 16
+    for (int r = 0; r < MR; ++r) {
+      for (int v = 0; v < NV; ++v) {
+        real* to = c + r * ldc + v * W;
+        const int64_t count = cols - v * W;
+        store_columns(to, simd::fma(alpha, acc[r][v], load_columns(to, count)), count);
+      }
+    }
+    return;
+  }
+#pragma GCC unroll 16
   for (int r = 0; r < MR; ++r) {
     for (int v = 0; v < NV; ++v) store_columns(c + r * ldc + v * W, acc[r][v], cols - v * W);
   }
 }
 
-using MicroTile = void (*)(real*, int64_t, TileRows, PanelRows, int64_t, int64_t, bool);
+using MicroTile = void (*)(real*, int64_t, TileRows, PanelRows, int64_t, int64_t, TileStore);
 
-template <int NV, bool Masked, size_t... Rows>
-constexpr std::array<MicroTile, sizeof...(Rows)> tiles_of_width(std::index_sequence<Rows...>) {
-  return {&micro_tile<int(Rows) + 1, NV, Masked>...};
+template <int NV, bool Masked, bool AlongK, size_t... Rows>
+constexpr std::array<MicroTile, sizeof...(Rows)> tiles_of(std::index_sequence<Rows...>) {
+  return {&micro_tile<int(Rows) + 1, NV, Masked, AlongK>...};
 }
-// kMicroTiles[m][h − 1] is the tile of h rows and 2 vectors, kNarrowMicroTiles[m][h − 1]
-// that of h rows and 1 vector; the panel's last vector is read masked when m is 1.
-constexpr std::array<std::array<MicroTile, kMaxTileRows>, 2> kMicroTiles = {
-    tiles_of_width<2, false>(std::make_index_sequence<kMaxTileRows>{}),
-    tiles_of_width<2, true>(std::make_index_sequence<kMaxTileRows>{})};
-constexpr std::array<std::array<MicroTile, kMaxNarrowTileRows>, 2> kNarrowMicroTiles = {
-    tiles_of_width<1, false>(std::make_index_sequence<kMaxNarrowTileRows>{}),
-    tiles_of_width<1, true>(std::make_index_sequence<kMaxNarrowTileRows>{})};
+template <int NV, int MaxRows>
+using TileTable = std::array<std::array<std::array<MicroTile, MaxRows>, 2>, 2>;
+template <int NV, int MaxRows>
+constexpr TileTable<NV, MaxRows> tile_table() {
+  constexpr auto rows = std::make_index_sequence<MaxRows>{};
+  return {{{tiles_of<NV, false, false>(rows), tiles_of<NV, false, true>(rows)},
+           {tiles_of<NV, true, false>(rows), tiles_of<NV, true, true>(rows)}}};
+}
+// kMicroTiles[m][k][h − 1] is the tile of h rows and 2 vectors,
+// kNarrowMicroTiles[m][k][h − 1] that of h rows and 1 vector; the panel's last
+// vector is read masked when m is 1, the tile's rows run along k when k is 1.
+constexpr TileTable<2, kMaxTileRows> kMicroTiles = tile_table<2, kMaxTileRows>();
+constexpr TileTable<1, kMaxNarrowTileRows> kNarrowMicroTiles =
+    tile_table<1, kMaxNarrowTileRows>();
 
 // ---- Cache blocking ----------------------------------------------------------
 // kc: a B panel (kc × 2W) fills two thirds of L1, leaving room for the A
@@ -283,7 +314,9 @@ real* room(AlignedBuffer& buffer, int64_t size) {
 // (10,K) @ (K,10): 16 stores per 10 FMAs): those are read in place, B only
 // when it is stored normally (its rows are the panel's rows, the last
 // columns read masked).
-void gemm_blocks(real* c, int64_t ldc, MatrixRef a, MatrixRef b, int64_t M, int64_t K, int64_t N) {
+// `into` adds α·t into c instead of storing t; only for K within one block.
+void gemm_blocks(real* c, int64_t ldc, MatrixRef a, MatrixRef b, int64_t M, int64_t K, int64_t N,
+                 GemmInto into = {}) {
   const Blocks& sizes = blocks();
   Workspace& space = workspace();
   const bool narrow = N <= W;  // one panel, one vector wide: taller tiles
@@ -307,35 +340,36 @@ void gemm_blocks(real* c, int64_t ldc, MatrixRef a, MatrixRef b, int64_t M, int6
         if (b_in_place) return PanelRows{block(b, pc, jc + p * kPanelWidth).data, b.ld};
         return PanelRows{bp + p * kc * kPanelWidth, cols > W ? kPanelWidth : W};
       };
-      auto panel_tiles = [&](int64_t cols) {
+      auto panel_tiles = [&](int64_t cols, bool along_k) {
         const int masked = b_in_place && cols % W != 0 ? 1 : 0;
-        return cols > W ? kMicroTiles[masked].data() : kNarrowMicroTiles[masked].data();
+        return cols > W ? kMicroTiles[masked][along_k].data()
+                        : kNarrowMicroTiles[masked][along_k].data();
       };
       for (int64_t ic = 0; ic < M; ic += sizes.mc) {
         const int64_t mc = std::min(sizes.mc, M - ic);
         const RowTiles tiles(mc, narrow ? kMaxNarrowTileRows : kMaxTileRows);
         const bool pack = panels > 1 && !a_in_place_always;
         real* ap = pack ? room(space.a, mc * kc) : nullptr;
+        // A normal operand's tiles run along k, packed or in place; a
+        // transposed one's across it.
+        const bool along_k = a.layout == Layout::normal;
         auto tile_rows = [&](int64_t t) {
           if (pack) {
-            return a.layout == Layout::normal
-                       ? TileRows{ap + tiles.start(t) * kc, kc, 1}
-                       : TileRows{ap + tiles.start(t) * kc, 1, tiles.height(t)};
+            return TileRows{ap + tiles.start(t) * kc, along_k ? kc : tiles.height(t)};
           }
-          const MatrixRef at = block(a, ic + tiles.start(t), pc);
-          return a.layout == Layout::normal ? TileRows{at.data, at.ld, 1}
-                                            : TileRows{at.data, 1, at.ld};
+          return TileRows{block(a, ic + tiles.start(t), pc).data, a.ld};
         };
         for (int64_t t = 0; pack && t < tiles.count; ++t) {
           pack_tile(ap + tiles.start(t) * kc, a, ic + tiles.start(t), tiles.height(t), pc, kc);
         }
         for (int64_t p = 0; p < panels; ++p) {
           const int64_t cols = std::min(kPanelWidth, nc - p * kPanelWidth);
-          const MicroTile* row = panel_tiles(cols);
+          const MicroTile* row = panel_tiles(cols, along_k);
           for (int64_t t = 0; t < tiles.count; ++t) {
             const int64_t i = ic + tiles.start(t);
             row[tiles.height(t) - 1](c + i * ldc + jc + p * kPanelWidth, ldc, tile_rows(t),
-                                     panel_rows(p, cols), kc, cols, pc > 0);
+                                     panel_rows(p, cols), kc, cols,
+                                     TileStore{pc > 0, into.add_scaled, into.alpha});
           }
         }
       }
@@ -356,8 +390,13 @@ void gemm_serial(real* c, int64_t ldc, MatrixRef a, MatrixRef b, int64_t M, int6
     gemm_blocks(c, ldc, a, b, M, K, N);
     return;
   }
-  // c += α·t: t whole first (its sums run over several K blocks), then one
-  // rounded FMA per entry.
+  // c += α·t in one rounding per entry: within one block of K the tiles add
+  // their finished sums straight into c; across several, t is formed whole
+  // first (its sums run over the K blocks), then added.
+  if (K >= 1 && K <= blocks().kc) {
+    gemm_blocks(c, ldc, a, b, M, K, N, into);
+    return;
+  }
   real* product = room(workspace().product, M * N);
   if (K == 0) {
     std::fill_n(product, M * N, real(0));
