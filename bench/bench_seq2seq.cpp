@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "attograd.hpp"
+#include "tensor/parallel.hpp"
 #include "bench/timing.hpp"
 #include "models/seq2seq.hpp"
 #include "models/translation/training.hpp"
@@ -59,6 +60,9 @@ double median_seconds(int64_t calls, Work&& work) {
 }  // namespace
 
 int main() {
+  // One thread, as printed: a product shared with a worker would be timed
+  // only in part by this thread's clock.
+  parallel::set_num_threads(1);
   const int64_t V_in = 3544, V_out = 2231, H = 256;
   Generator init(1), greedy_init(1);
   Seq2Seq model(Seq2SeqOptions(V_in, V_out).hidden_size(H), init);

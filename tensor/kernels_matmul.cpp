@@ -116,8 +116,8 @@ namespace {
 // b_i likewise): a batch of (1,K) @ (K,1) products, attention pooling's
 // Σ_k α_k v_k. matmul_forward hands such a product to matvec_nt, so each is
 // summed exactly as matvec_nt sums one row (tensor/kernels_matvec.cpp): one
-// accumulator over the whole batches in order, a horizontal add, then the
-// last K mod W products one at a time. Four dot products at a time, so four
+// accumulator over the whole batches in order, its lanes summed as
+// reduce_sum's pairwise tree, then the last K mod W products one at a time. Four dot products at a time, so four
 // chains of dependent FMAs overlap instead of waiting on one another.
 void batched_dots(real* c, const real* a, int64_t a_step, const real* b, int64_t b_step,
                   int64_t batches, int64_t K) {
@@ -125,7 +125,7 @@ void batched_dots(real* c, const real* a, int64_t a_step, const real* b, int64_t
   auto finish = [&](int64_t i, Batch acc) {
     const real* x = a + i * a_step;
     const real* w = b + i * b_step;
-    real total = xsimd::hadd(acc);
+    real total = reduce_sum(acc);
     for (int64_t k = k_full; k < K; ++k) total += w[k] * x[k];
     c[i] = total;
   };

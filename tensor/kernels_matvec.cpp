@@ -72,7 +72,7 @@ void matvec_nt(real* y, const real* x, const real* w, int64_t K, int64_t N) {
   for (; j < N; ++j) {  // rows left over: one at a time
     Batch acc(real(0));
     for (int64_t k = 0; k < k_full; k += W) acc = simd::fma(load(w + j * K + k), load(x + k), acc);
-    real total = xsimd::hadd(acc);
+    real total = reduce_sum(acc);
     for (int64_t k = k_full; k < K; ++k) total += w[j * K + k] * x[k];
     y[j] = total;
   }

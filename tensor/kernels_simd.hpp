@@ -311,19 +311,6 @@ xsimd::batch<T> exp_nonpositive(xsimd::batch<T> x) {
   }
 }
 
-// sums[r] = the sum of acc[r]'s lanes, for W accumulators. xsimd's haddp
-// does all W at once with shared shuffles, but xsimd 8.1's AVX-512 float
-// version mixes up the rows (16 floats: 8 of 16 sums come out wrong), so
-// there each accumulator is summed by itself.
-inline void horizontal_sums(const std::array<Batch, W>& acc, real* sums) {
-  constexpr bool haddp_broken = std::is_same_v<real, float> && W == 16;
-  if constexpr (haddp_broken) {
-    for (int64_t r = 0; r < W; ++r) sums[r] = xsimd::hadd(acc[r]);
-  } else {
-    xsimd::haddp(acc.data()).store_unaligned(sums);
-  }
-}
-
 // ---- Transposing W × W blocks ------------------------------------------------
 // rows[i] holds row i of a W × W block; afterwards rows[j] holds column j.
 // xsimd 8.1 has no full-width interleave (its AVX-512 zip_lo/zip_hi work
@@ -357,9 +344,62 @@ inline void transpose(std::array<Batch, W>& rows) {
     rows = next;
   }
 }
+
+// ---- Horizontal sums -----------------------------------------------------------
+// The lanes of a batch summed as a pairwise tree, ((x0 + x1) + (x2 + x3)) +
+// …: reduce_sum for one batch, horizontal_sums for W batches at once, each
+// batch's total summed in exactly the same order either way, so a matrix
+// row summed alone (matvec_nt's last rows, a batch of dot products) equals
+// the same row summed among W (tests/tensor/test_kernels_matvec.cpp). With
+// W batches the shuffles are shared: one round of pair_sums halves both the
+// number of batches and the lanes each batch's partial sums fill, log2(W)
+// rounds in all, 2W − 2 shuffles instead of W trees of 2·log2(W) each.
+// (xsimd 8.1's haddp does the same for AVX2, but its AVX-512 float version
+// mixes up the rows: 8 of 16 sums come out wrong.)
+
+// [a0 + a1, a2 + a3, …, b0 + b1, b2 + b3, …]: neighbouring lanes of a, then
+// of b.
+template <size_t... I>
+Batch pair_sums(Batch a, Batch b, std::index_sequence<I...>) {
+  using Register = typename Batch::register_type;
+  const Register x = a, y = b;
+  return Batch(Register(__builtin_shufflevector(x, y, (2 * I)...))) +
+         Batch(Register(__builtin_shufflevector(x, y, (2 * I + 1)...)));
+}
+
+inline real reduce_sum(Batch a) {
+  for (int64_t width = W; width > 1; width /= 2) {
+    a = pair_sums(a, a, std::make_index_sequence<W>{});
+  }
+  return a.get(0);
+}
+
+// sums[r] = the sum of acc[r]'s lanes, for r < W.
+inline void horizontal_sums(std::array<Batch, W> acc, real* sums) {
+  for (int64_t count = W; count > 1; count /= 2) {
+    for (int64_t i = 0; i < count / 2; ++i) {
+      acc[i] = pair_sums(acc[2 * i], acc[2 * i + 1], std::make_index_sequence<W>{});
+    }
+  }
+  acc[0].store_unaligned(sums);
+}
 #else
 inline constexpr bool kHaveTranspose = false;
 inline void transpose(std::array<Batch, W>&) {}
+
+// Without the vector shuffle: the same trees one value at a time.
+inline real reduce_sum(Batch a) {
+  alignas(64) std::array<real, W> lanes;
+  a.store_aligned(lanes.data());
+  for (int64_t width = W; width > 1; width /= 2) {
+    for (int64_t i = 0; i < width / 2; ++i) lanes[i] = lanes[2 * i] + lanes[2 * i + 1];
+  }
+  return lanes[0];
+}
+
+inline void horizontal_sums(const std::array<Batch, W>& acc, real* sums) {
+  for (int64_t r = 0; r < W; ++r) sums[r] = reduce_sum(acc[r]);
+}
 #endif
 
 #endif  // ATTOGRAD_USE_SIMD

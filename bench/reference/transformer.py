@@ -5,7 +5,8 @@ It follows d2l.ai v0.17 ("Transformer", §10.7) step for step: the same
 preprocessing, vocabularies, model, Xavier initialisation, masked softmax
 cross-entropy, Adam, gradient clipping and greedy prediction (which, as in
 the book, adds position 0's encoding at every decoding step). Only the
-training loop is timed.
+training loop is timed. The model is here; the data, the training loop,
+prediction and the report are d2l_common.py's, shared with batched.py.
 
     /usr/bin/python3 bench/reference/transformer.py [--data data/eng-fra.tsv] [--epochs 200]
 
@@ -14,86 +15,16 @@ loss, tokens/s, ms/epoch (wall and CPU time of the training loop) and the four
 test translations with their BLEU.
 """
 import argparse
-import collections
-import json
 import math
-import time
 
 import torch
 from torch import nn
 
-PAD, BOS, EOS = "<pad>", "<bos>", "<eos>"
+from d2l_common import (EncoderDecoder, load_data, masked_softmax, report, train_seq2seq,
+                        xavier_init_weights)
 
 
-# ---------------------------------------------------------------- data (d2l §9.5)
-
-def preprocess(text):
-    text = text.replace("\u202f", " ").replace("\xa0", " ").lower()
-    chars = []
-    for i, char in enumerate(text):
-        if i > 0 and char in ",.!?" and text[i - 1] != " ":
-            chars.append(" ")
-        chars.append(char)
-    return "".join(chars)
-
-
-def tokenize(text, num_examples):
-    source, target = [], []
-    for i, line in enumerate(text.split("\n")):
-        if num_examples and i > num_examples:  # d2l's test: lines 0 … num_examples
-            break
-        parts = line.split("\t")
-        if len(parts) == 2:
-            source.append(parts[0].split(" "))
-            target.append(parts[1].split(" "))
-    return source, target
-
-
-class Vocab:
-    def __init__(self, sentences, min_freq, reserved):
-        counter = collections.Counter(token for line in sentences for token in line)
-        self.idx_to_token = ["<unk>"] + reserved
-        self.token_to_idx = {t: i for i, t in enumerate(self.idx_to_token)}
-        for token, freq in sorted(counter.items(), key=lambda x: x[1], reverse=True):
-            if freq >= min_freq and token not in self.token_to_idx:
-                self.token_to_idx[token] = len(self.idx_to_token)
-                self.idx_to_token.append(token)
-
-    def __len__(self):
-        return len(self.idx_to_token)
-
-    def ids(self, tokens):
-        return [self.token_to_idx.get(t, 0) for t in tokens]
-
-
-def to_array(lines, vocab, num_steps):
-    rows = []
-    for line in lines:
-        ids = (vocab.ids(line) + [vocab.token_to_idx[EOS]])[:num_steps]
-        rows.append(ids + [vocab.token_to_idx[PAD]] * (num_steps - len(ids)))
-    array = torch.tensor(rows)
-    return array, (array != vocab.token_to_idx[PAD]).type(torch.int32).sum(1)
-
-
-# ---------------------------------------------------------------- model (d2l §10.3–10.7)
-
-def sequence_mask(x, valid_len, value=0.0):
-    mask = torch.arange(x.size(1), device=x.device)[None, :] < valid_len[:, None]
-    x[~mask] = value
-    return x
-
-
-def masked_softmax(x, valid_lens):
-    if valid_lens is None:
-        return nn.functional.softmax(x, dim=-1)
-    shape = x.shape
-    if valid_lens.dim() == 1:
-        valid_lens = torch.repeat_interleave(valid_lens, shape[1])
-    else:
-        valid_lens = valid_lens.reshape(-1)
-    x = sequence_mask(x.reshape(-1, shape[-1]), valid_lens, value=-1e6)
-    return nn.functional.softmax(x.reshape(shape), dim=-1)
-
+# ---------------------------------------------------------------- model (d2l §10.5–10.7)
 
 class DotProductAttention(nn.Module):
     def __init__(self, dropout):
@@ -248,67 +179,6 @@ class TransformerDecoder(nn.Module):
         return self.dense(x), state
 
 
-class EncoderDecoder(nn.Module):
-    def __init__(self, encoder, decoder):
-        super().__init__()
-        self.encoder, self.decoder = encoder, decoder
-
-    def forward(self, enc_x, dec_x, enc_valid_lens):
-        state = self.decoder.init_state(self.encoder(enc_x, enc_valid_lens), enc_valid_lens)
-        return self.decoder(dec_x, state)[0]
-
-
-# ---------------------------------------------------------------- training and prediction
-
-def masked_cross_entropy(logits, label, valid_len):
-    weights = sequence_mask(torch.ones_like(label), valid_len)
-    unweighted = nn.functional.cross_entropy(logits.permute(0, 2, 1), label, reduction="none")
-    return (unweighted * weights).mean(dim=1)
-
-
-def clip_gradients(net, theta):
-    params = [p for p in net.parameters() if p.requires_grad and p.grad is not None]
-    norm = torch.sqrt(sum(torch.sum(p.grad ** 2) for p in params))
-    if norm > theta:
-        for p in params:
-            p.grad[:] *= theta / norm
-
-
-def predict(net, sentence, src_vocab, tgt_vocab, num_steps):
-    net.eval()
-    tokens = src_vocab.ids(sentence.lower().split(" ")) + [src_vocab.token_to_idx[EOS]]
-    valid_len = torch.tensor([len(tokens)])
-    tokens = (tokens + [src_vocab.token_to_idx[PAD]] * num_steps)[:num_steps]
-    enc_outputs = net.encoder(torch.tensor([tokens]), valid_len)
-    state = net.decoder.init_state(enc_outputs, valid_len)
-    dec_x = torch.tensor([[tgt_vocab.token_to_idx[BOS]]])
-    output = []
-    for _ in range(num_steps):
-        y, state = net.decoder(dec_x, state)  # position 0's encoding at every step, as d2l
-        dec_x = y.argmax(dim=2)
-        token = int(dec_x.squeeze(0).item())
-        if token == tgt_vocab.token_to_idx[EOS]:
-            break
-        output.append(token)
-    return " ".join(tgt_vocab.idx_to_token[i] for i in output)
-
-
-def bleu(prediction, label, k):
-    pred_tokens, label_tokens = prediction.split(" "), label.split(" ")
-    len_pred, len_label = len(pred_tokens), len(label_tokens)
-    score = math.exp(min(0, 1 - len_label / len_pred))
-    for n in range(1, k + 1):
-        num_matches, label_subs = 0, collections.defaultdict(int)
-        for i in range(len_label - n + 1):
-            label_subs[" ".join(label_tokens[i:i + n])] += 1
-        for i in range(len_pred - n + 1):
-            if label_subs[" ".join(pred_tokens[i:i + n])] > 0:
-                num_matches += 1
-                label_subs[" ".join(pred_tokens[i:i + n])] -= 1
-        score *= math.pow(num_matches / (len_pred - n + 1), math.pow(0.5, n))
-    return score
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", default="data/eng-fra.tsv")
@@ -318,56 +188,15 @@ def main():
     torch.set_num_threads(1)
     torch.manual_seed(args.seed)
 
-    with open(args.data, encoding="utf-8") as f:
-        source, target = tokenize(preprocess(f.read()), 600)
-    src_vocab = Vocab(source, 2, [PAD, BOS, EOS])
-    tgt_vocab = Vocab(target, 2, [PAD, BOS, EOS])
     num_steps = 10
-    src, src_len = to_array(source, src_vocab, num_steps)
-    tgt, tgt_len = to_array(target, tgt_vocab, num_steps)
-    loader = torch.utils.data.DataLoader(
-        torch.utils.data.TensorDataset(src, src_len, tgt, tgt_len), batch_size=64, shuffle=True)
-
+    # d2l's tokenize_nmt stops once the line index exceeds 600: lines 0 … 600.
+    loader, src_vocab, tgt_vocab, pairs = load_data(args.data, 601, num_steps, 64)
     d, ffn_hiddens, heads, blocks, dropout = 32, 64, 4, 2, 0.1
     net = EncoderDecoder(TransformerEncoder(len(src_vocab), d, ffn_hiddens, heads, blocks, dropout),
                          TransformerDecoder(len(tgt_vocab), d, ffn_hiddens, heads, blocks, dropout))
-    for module in net.modules():
-        if isinstance(module, nn.Linear):
-            nn.init.xavier_uniform_(module.weight)
-    optimizer = torch.optim.Adam(net.parameters(), lr=0.005)
-    net.train()
-    seconds, cpu_seconds, tokens, loss = 0.0, 0.0, 0, 0.0
-    for epoch in range(1, args.epochs + 1):
-        start, cpu_start = time.perf_counter(), time.process_time()
-        loss_sum, epoch_tokens = 0.0, 0
-        for x, x_len, y, y_len in loader:
-            optimizer.zero_grad()
-            bos = torch.tensor([tgt_vocab.token_to_idx[BOS]] * y.shape[0]).reshape(-1, 1)
-            logits = net(x, torch.cat([bos, y[:, :-1]], 1), x_len)
-            l = masked_cross_entropy(logits, y, y_len)
-            l.sum().backward()
-            clip_gradients(net, 1)
-            optimizer.step()
-            loss_sum += float(l.sum())
-            epoch_tokens += int(y_len.sum())
-        seconds += time.perf_counter() - start
-        cpu_seconds += time.process_time() - cpu_start
-        tokens += epoch_tokens
-        loss = loss_sum / epoch_tokens
-        if epoch % 10 == 0:
-            print(f"epoch {epoch:4d}  loss {loss:.4f}", flush=True)
-
-    translations = []
-    for eng, fra in zip(["go .", "i lost .", "he's calm .", "i'm home ."],
-                        ["va !", "j'ai perdu .", "il est calme .", "je suis chez moi ."]):
-        output = predict(net, eng, src_vocab, tgt_vocab, num_steps)
-        translations.append({"source": eng, "output": output, "bleu": bleu(output, fra, 2)})
-        print(f"{eng} => {output}, bleu {translations[-1]['bleu']:.3f}")
-    print(json.dumps({"final_loss": loss, "pairs": len(source), "epochs": args.epochs,
-                      "tokens_per_second": tokens / seconds,
-                      "ms_per_epoch": 1000 * seconds / args.epochs,
-                      "cpu_ms_per_epoch": 1000 * cpu_seconds / args.epochs,
-                      "translations": translations, "threads": torch.get_num_threads()}))
+    xavier_init_weights(net)
+    trained = train_seq2seq(net, loader, tgt_vocab, args.epochs, 0.005)
+    report(net, src_vocab, tgt_vocab, num_steps, pairs, args.epochs, trained)
 
 
 if __name__ == "__main__":
