@@ -311,19 +311,24 @@ real* room(AlignedBuffer& buffer, int64_t size) {
 // not when the operand is small enough to stay in L1 (a 64 × 64 product
 // spends a fifth of its time packing), nor for A when there is one panel
 // (each tile is read once), nor for B when c is one vector wide (attention's
-// (10,K) @ (K,10): 16 stores per 10 FMAs): those are read in place, B only
-// when it is stored normally (its rows are the panel's rows, the last
-// columns read masked).
+// (10,K) @ (K,10): 16 stores per 10 FMAs) or has at most two tiles of rows
+// (a sentence's dY @ W: each panel read once or twice): those are read in
+// place, B only when it is stored normally (its rows are the panel's rows,
+// the last columns read masked). set_gemm_in_place_limit replaces all of
+// these rules by the one limit, for tests.
 // `into` adds α·t into c instead of storing t; only for K within one block.
 void gemm_blocks(real* c, int64_t ldc, MatrixRef a, MatrixRef b, int64_t M, int64_t K, int64_t N,
                  GemmInto into = {}) {
   const Blocks& sizes = blocks();
   Workspace& space = workspace();
   const bool narrow = N <= W;  // one panel, one vector wide: taller tiles
-  const int64_t limit = in_place_limit.load() < 0 ? sizes.in_l1 : in_place_limit.load();
+  const int64_t bytes = sizeof(real);
+  const int64_t forced = in_place_limit.load();  // ≥ 0: a test's limit, and nothing else
   const bool b_in_place =
-      b.layout == Layout::normal && (narrow || K * N * int64_t(sizeof(real)) <= limit);
-  const bool a_in_place_always = M * K * int64_t(sizeof(real)) <= limit;
+      b.layout == Layout::normal &&
+      (forced >= 0 ? K * N * bytes <= forced
+                   : narrow || K * N * bytes <= sizes.in_l1 || M <= 2 * kMaxTileRows);
+  const bool a_in_place_always = M * K * bytes <= (forced >= 0 ? forced : sizes.in_l1);
   for (int64_t jc = 0; jc < N; jc += sizes.nc) {
     const int64_t nc = std::min(sizes.nc, N - jc);
     const int64_t panels = (nc + kPanelWidth - 1) / kPanelWidth;
@@ -348,7 +353,7 @@ void gemm_blocks(real* c, int64_t ldc, MatrixRef a, MatrixRef b, int64_t M, int6
       for (int64_t ic = 0; ic < M; ic += sizes.mc) {
         const int64_t mc = std::min(sizes.mc, M - ic);
         const RowTiles tiles(mc, narrow ? kMaxNarrowTileRows : kMaxTileRows);
-        const bool pack = panels > 1 && !a_in_place_always;
+        const bool pack = !a_in_place_always && (panels > 1 || forced >= 0);
         real* ap = pack ? room(space.a, mc * kc) : nullptr;
         // A normal operand's tiles run along k, packed or in place; a
         // transposed one's across it.

@@ -64,10 +64,12 @@ struct GemmBlocking {
 };
 GemmBlocking gemm_blocking();
 
-// Sets the size up to which an operand is read in place (0: pack every
-// operand that can be packed; a negative value restores the default, half of
-// L1). For tests, which run both ways against the specification, and for
-// benchmarks; not to be called while a product runs.
+// Makes gemm read an operand in place, unpacked, exactly when it holds at
+// most `bytes` bytes (0: pack every operand that can be packed), instead of
+// by its own rules (half of L1, and the shapes packing does not pay for); a
+// negative value restores those rules. For tests, which run every way
+// against the specification, and for benchmarks; not to be called while a
+// product runs.
 void set_gemm_in_place_limit(int64_t bytes);
 
 }  // namespace attograd::kernels

@@ -18,6 +18,10 @@ void matvec_nt(real* y, const real* x, const real* w, int64_t K, int64_t N) {
   }
 }
 
+void few_rows_nt(real* y, const real* x, const real* w, int64_t M, int64_t K, int64_t N) {
+  for (int64_t m = 0; m < M; ++m) matvec_nt(y + m * N, x + m * K, w, K, N);
+}
+
 void vecmat(real* y, const real* x, const real* w, int64_t K, int64_t N) {
   for (int64_t j = 0; j < N; ++j) y[j] = 0;
   for (int64_t k = 0; k < K; ++k) {
@@ -29,7 +33,12 @@ void vecmat(real* y, const real* x, const real* w, int64_t K, int64_t N) {
 
 bool matvec_forward(real* c, const real* a, Layout a_layout, const real* b, Layout b_layout,
                     int64_t M, int64_t K, int64_t N) {
-  if (M != 1 || a_layout != Layout::normal) return false;
+  if (a_layout != Layout::normal || M < 1 || M > kFewRows) return false;
+  if (M > 1) {
+    if (b_layout != Layout::transposed) return false;
+    few_rows_nt(c, a, b, M, K, N);  // b holds bᵀ, (N,K)
+    return true;
+  }
   if (b_layout == Layout::transposed) {
     matvec_nt(c, a, b, K, N);  // b holds bᵀ, (N,K)
   } else {
@@ -42,40 +51,92 @@ bool matvec_forward(real* c, const real* a, Layout a_layout, const real* b, Layo
 
 using namespace simd;
 
-// W rows of w per pass (16 floats with AVX-512): one FMA chain per row over
-// its whole length, the rows one after another, so w is read front to back
-// as one stream (x stays in L1); the chains of neighbouring rows are
-// independent and overlap. horizontal_sums turns the W accumulators into W
-// results, and the k left over after the last full batch (K mod W) are added
-// as scalars. (Reading the W rows side by side instead, a batch of each in
-// turn, makes W streams a row apart: 59 against 72 GB/s for a (2297,256)
-// float matrix streaming from L3, AMD EPYC Zen 5.)
-void matvec_nt(real* y, const real* x, const real* w, int64_t K, int64_t N) {
+// Every y[m][j] is one FMA chain over the full batches of k in order, its
+// lanes summed as reduce_sum's pairwise tree, then the k past the last full
+// batch (K mod W) added one at a time: one order for every entry, however
+// the rows are grouped below, so a row of x gives the same bits alone
+// (matvec_nt) or among others.
+//
+// The W chains of one pass fill the W accumulators horizontal_sums reduces
+// together: R rows of w against G rows of x (R·G = W; G = 1 for one row of
+// x). Per batch of k, R loads of w and G of x feed W FMAs. The passes walk w
+// front to back in blocks of R rows, which stay in L1 while every group of x
+// passes over them, so w streams in once however many rows x has; x stays
+// in L1 throughout. (Walking the R rows of a block one after another rather
+// than side by side makes one stream instead of R a row apart: 59 against
+// 72 GB/s for a (2297,256) float matrix streaming from L3, AMD EPYC Zen 5,
+// one row of x.)
+namespace {
+
+// y[m][j0 + r] for m < G, r < R: the block's W = R·G sums.
+template <int64_t R, int64_t G>
+void nt_block(real* y, int64_t ldy, const real* x, const real* w, int64_t K, int64_t j0) {
+  static_assert(R * G == W);
   const int64_t k_full = K - K % W;
+  std::array<Batch, W> acc;
+  for (int64_t r = 0; r < R; ++r) {
+    const real* row = w + (j0 + r) * K;
+    Batch total[G];
+    for (int64_t g = 0; g < G; ++g) total[g] = Batch(real(0));
+    for (int64_t k = 0; k < k_full; k += W) {
+      const Batch weights = load(row + k);
+      for (int64_t g = 0; g < G; ++g) total[g] = simd::fma(weights, load(x + g * K + k), total[g]);
+    }
+    for (int64_t g = 0; g < G; ++g) acc[g * R + r] = total[g];
+  }
+  std::array<real, W> sums;
+  horizontal_sums(acc, sums.data());
+  for (int64_t g = 0; g < G; ++g) {
+    for (int64_t r = 0; r < R; ++r) {
+      real total = sums[g * R + r];
+      for (int64_t k = k_full; k < K; ++k) total += w[(j0 + r) * K + k] * x[g * K + k];
+      y[g * ldy + j0 + r] = total;
+    }
+  }
+}
+
+// y[0][j] = Σ_k w[j][k] · x[0][k] alone: a row of w left over after the blocks.
+void nt_single(real* y, const real* x, const real* w, int64_t K, int64_t j) {
+  const int64_t k_full = K - K % W;
+  Batch acc(real(0));
+  for (int64_t k = 0; k < k_full; k += W) acc = simd::fma(load(w + j * K + k), load(x + k), acc);
+  real total = reduce_sum(acc);
+  for (int64_t k = k_full; k < K; ++k) total += w[j * K + k] * x[k];
+  y[j] = total;
+}
+
+// Two rows of x per pass where W allows it (R = W/2 ≥ 4 rows of w, enough
+// independent chains), one otherwise.
+constexpr int64_t kPairRows = W / 2;
+constexpr bool kPairs = kPairRows >= 4;
+
+}  // namespace
+
+void few_rows_nt(real* y, const real* x, const real* w, int64_t M, int64_t K, int64_t N) {
   int64_t j = 0;
-  for (; j + W <= N; j += W) {
-    std::array<Batch, W> acc;
-    for (int64_t r = 0; r < W; ++r) {
-      const real* row = w + (j + r) * K;
-      Batch total(real(0));
-      for (int64_t k = 0; k < k_full; k += W) total = simd::fma(load(row + k), load(x + k), total);
-      acc[r] = total;
+  if constexpr (kPairs) {
+    for (; j + kPairRows <= N; j += kPairRows) {
+      int64_t m = 0;
+      for (; m + 2 <= M; m += 2) nt_block<kPairRows, 2>(y + m * N, N, x + m * K, w, K, j);
+      // A last single row of x: the same block of w, one row at a time.
+      for (; m < M; ++m) {
+        for (int64_t r = 0; r < kPairRows; ++r) nt_single(y + m * N, x + m * K, w, K, j + r);
+      }
     }
-    std::array<real, W> sums;
-    horizontal_sums(acc, sums.data());
-    for (int64_t r = 0; r < W; ++r) {
-      real total = sums[r];
-      for (int64_t k = k_full; k < K; ++k) total += w[(j + r) * K + k] * x[k];
-      y[j + r] = total;
+  } else {
+    for (; j + W <= N; j += W) {
+      for (int64_t m = 0; m < M; ++m) nt_block<W, 1>(y + m * N, N, x + m * K, w, K, j);
     }
   }
-  for (; j < N; ++j) {  // rows left over: one at a time
-    Batch acc(real(0));
-    for (int64_t k = 0; k < k_full; k += W) acc = simd::fma(load(w + j * K + k), load(x + k), acc);
-    real total = reduce_sum(acc);
-    for (int64_t k = k_full; k < K; ++k) total += w[j * K + k] * x[k];
-    y[j] = total;
+  for (; j < N; ++j) {  // rows of w left over: one at a time
+    for (int64_t m = 0; m < M; ++m) nt_single(y + m * N, x + m * K, w, K, j);
   }
+}
+
+void matvec_nt(real* y, const real* x, const real* w, int64_t K, int64_t N) {
+  int64_t j = 0;
+  for (; j + W <= N; j += W) nt_block<W, 1>(y, N, x, w, K, j);
+  for (; j < N; ++j) nt_single(y, x, w, K, j);
 }
 
 namespace {
@@ -153,6 +214,9 @@ void vecmat(real* y, const real* x, const real* w, int64_t K, int64_t N) {
 
 void matvec_nt(real* y, const real* x, const real* w, int64_t K, int64_t N) {
   scalar::matvec_nt(y, x, w, K, N);
+}
+void few_rows_nt(real* y, const real* x, const real* w, int64_t M, int64_t K, int64_t N) {
+  scalar::few_rows_nt(y, x, w, M, K, N);
 }
 void vecmat(real* y, const real* x, const real* w, int64_t K, int64_t N) {
   scalar::vecmat(y, x, w, K, N);

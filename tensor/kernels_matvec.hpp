@@ -21,6 +21,7 @@ namespace attograd::kernels {
 
 namespace scalar {
 void matvec_nt(real* y, const real* x, const real* w, int64_t K, int64_t N);
+void few_rows_nt(real* y, const real* x, const real* w, int64_t M, int64_t K, int64_t N);
 void vecmat(real* y, const real* x, const real* w, int64_t K, int64_t N);
 }  // namespace scalar
 
@@ -29,14 +30,22 @@ void vecmat(real* y, const real* x, const real* w, int64_t K, int64_t N);
 // share each load of x.
 void matvec_nt(real* y, const real* x, const real* w, int64_t K, int64_t N);
 
+// y: (M,N); x: (M,K); w: (N,K).  y = x @ wᵀ for a few rows of x (a sentence's
+// decoder outputs against an output layer): w streams in once for all M
+// rows, where the packed matrix product would first copy all of w into
+// transposed panels. Each row of y is summed exactly as matvec_nt sums it.
+void few_rows_nt(real* y, const real* x, const real* w, int64_t M, int64_t K, int64_t N);
+
 // y: (N); x: (K); w: (K,N) row-major.  y = x @ w, y[j] = Σ_k x[k] · w[k][j]
 // (backward's dx = dy W). Reads w row by row, adding groups of up to 8 rows
 // into y (kept in L1) per pass.
 void vecmat(real* y, const real* x, const real* w, int64_t K, int64_t N);
 
-// The matmul_forward cases these kernels cover: M = 1, a stored normally and
-// b either way — c = a @ b with c (1,N), a (1,K), b (K,N) per b_layout. Returns
-// false (and does nothing) for any other case.
+// The matmul_forward cases these kernels cover: a stored normally, and M = 1
+// with b either way, or 2 ≤ M ≤ kFewRows with b stored transposed — c = a @ b
+// with c (M,N), a (M,K), b (K,N) per b_layout. Returns false (and does
+// nothing) for any other case.
+inline constexpr int64_t kFewRows = 8;
 bool matvec_forward(real* c, const real* a, Layout a_layout, const real* b, Layout b_layout,
                     int64_t M, int64_t K, int64_t N);
 

@@ -168,10 +168,10 @@ std::vector<Sizes> tile_remainders(int64_t first, int64_t K) {
 
 const Layout kLayouts[] = {Layout::normal, Layout::transposed};
 
-// gemm reads an operand in place, unpacked, when it is small enough to stay
-// in L1 (tensor/kernels_gemm.cpp, gemm_blocks); these limits make it pack
-// every operand it can, and read in place every one it can.
-const int64_t kInPlaceLimits[] = {0, int64_t{1} << 40};
+// gemm reads an operand in place, unpacked, when packing would not pay
+// (tensor/kernels_gemm.cpp, gemm_blocks): by its own rules (−1), packing
+// every operand it can (0), and reading in place every one it can.
+const int64_t kInPlaceLimits[] = {-1, 0, int64_t{1} << 40};
 
 struct InPlaceLimit {
   explicit InPlaceLimit(int64_t bytes) { k::set_gemm_in_place_limit(bytes); }

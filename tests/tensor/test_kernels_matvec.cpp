@@ -62,6 +62,35 @@ TEST_CASE("matvec_nt agrees with the scalar loop", "[kernels][matvec]") {
   }
 }
 
+TEST_CASE("few_rows_nt agrees with the scalar loop and sums each row as matvec_nt", "[kernels][matvec]") {
+  // Rows of x in pairs and a last single one (M odd), rows of w in blocks
+  // and left over, K with and without a tail past the last full batch.
+  Generator generator(14);
+  for (const int64_t M : {1, 2, 3, 7, 8}) {
+    for (const int64_t K : {0, 1, 7, 16, 17, 33, 261}) {
+      for (const int64_t N : {0, 1, 7, 8, 9, 15, 16, 17, 33, 231}) {
+        INFO("M = " << M << ", K = " << K << ", N = " << N);
+        const std::vector<real> x = random_values(M * K, generator),
+                                w = random_values(N * K, generator);
+        std::vector<real> fast(M * N, real(7)), reference(M * N, real(7)), alone(M * N, real(7));
+        std::vector<double> magnitude(M * N, 0);
+        for (int64_t m = 0; m < M; ++m) {
+          for (int64_t j = 0; j < N; ++j) {
+            for (int64_t i = 0; i < K; ++i) {
+              magnitude[m * N + j] += std::abs(double(w[j * K + i] * x[m * K + i]));
+            }
+          }
+          k::matvec_nt(alone.data() + m * N, x.data() + m * K, w.data(), K, N);
+        }
+        k::few_rows_nt(fast.data(), x.data(), w.data(), M, K, N);
+        k::scalar::few_rows_nt(reference.data(), x.data(), w.data(), M, K, N);
+        CHECK(largest_difference(fast, reference, magnitude) <= kTolerance);
+        CHECK(fast == alone);  // a row's bits do not depend on the rows beside it
+      }
+    }
+  }
+}
+
 TEST_CASE("vecmat agrees with the scalar loop", "[kernels][matvec]") {
   Generator generator(12);
   for (const int64_t K : kSizes) {
@@ -101,9 +130,22 @@ TEST_CASE("one-row matmul_forward goes through the matvec kernels", "[kernels][m
       }
     }
   }
-  // Anything but one row stored normally is not theirs.
-  std::vector<real> c(4);
-  const std::vector<real> a(4, 1), b(4, 1);
+  // A few rows go to few_rows_nt when b is stored transposed (x Wᵀ).
+  {
+    const int64_t M = k::kFewRows, K = 40, N = 37;
+    const std::vector<real> a = random_values(M * K, generator), b = random_values(K * N, generator);
+    std::vector<real> c(M * N), direct(M * N);
+    k::matmul_forward(c.data(), a.data(), k::Layout::normal, b.data(), k::Layout::transposed, M, K,
+                      N);
+    k::few_rows_nt(direct.data(), a.data(), b.data(), M, K, N);
+    CHECK(c == direct);
+  }
+  // Anything else is not theirs: more rows than kFewRows, several rows with
+  // b stored normally, a stored transposed.
+  std::vector<real> c(4 * (k::kFewRows + 1));
+  const std::vector<real> a(4 * (k::kFewRows + 1), 1), b(4 * (k::kFewRows + 1), 1);
+  CHECK_FALSE(k::matvec_forward(c.data(), a.data(), k::Layout::normal, b.data(),
+                                k::Layout::transposed, k::kFewRows + 1, 2, 2));
   CHECK_FALSE(k::matvec_forward(c.data(), a.data(), k::Layout::normal, b.data(), k::Layout::normal,
                                 2, 2, 2));
   CHECK_FALSE(k::matvec_forward(c.data(), a.data(), k::Layout::transposed, b.data(),
