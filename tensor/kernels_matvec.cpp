@@ -68,20 +68,26 @@ using namespace simd;
 // one row of x.)
 namespace {
 
-// y[m][j0 + r] for m < G, r < R: the block's W = R·G sums.
+// y[m][j0 + r] for m < G, r < R: the block's W = R·G sums. (The loops over
+// r and g are unrolled by request: GCC leaves such short loops rolled, and
+// the chains then live in memory instead of registers.)
 template <int64_t R, int64_t G>
 void nt_block(real* y, int64_t ldy, const real* x, const real* w, int64_t K, int64_t j0) {
   static_assert(R * G == W);
   const int64_t k_full = K - K % W;
   std::array<Batch, W> acc;
+#pragma GCC unroll 16
   for (int64_t r = 0; r < R; ++r) {
     const real* row = w + (j0 + r) * K;
     Batch total[G];
+#pragma GCC unroll 16
     for (int64_t g = 0; g < G; ++g) total[g] = Batch(real(0));
     for (int64_t k = 0; k < k_full; k += W) {
       const Batch weights = load(row + k);
+#pragma GCC unroll 16
       for (int64_t g = 0; g < G; ++g) total[g] = simd::fma(weights, load(x + g * K + k), total[g]);
     }
+#pragma GCC unroll 16
     for (int64_t g = 0; g < G; ++g) acc[g * R + r] = total[g];
   }
   std::array<real, W> sums;

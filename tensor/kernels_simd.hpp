@@ -367,16 +367,22 @@ Batch pair_sums(Batch a, Batch b, std::index_sequence<I...>) {
          Batch(Register(__builtin_shufflevector(x, y, (2 * I + 1)...)));
 }
 
-inline real reduce_sum(Batch a) {
+[[gnu::always_inline]] inline real reduce_sum(Batch a) {
+#pragma GCC unroll 16
   for (int64_t width = W; width > 1; width /= 2) {
     a = pair_sums(a, a, std::make_index_sequence<W>{});
   }
   return a.get(0);
 }
 
-// sums[r] = the sum of acc[r]'s lanes, for r < W.
-inline void horizontal_sums(std::array<Batch, W> acc, real* sums) {
+// sums[r] = the sum of acc[r]'s lanes, for r < W. (Unrolled, so that the
+// batches stay in registers.)
+[[gnu::always_inline]] inline void horizontal_sums(const std::array<Batch, W>& batches,
+                                                   real* sums) {
+  std::array<Batch, W> acc = batches;
+#pragma GCC unroll 16
   for (int64_t count = W; count > 1; count /= 2) {
+#pragma GCC unroll 16
     for (int64_t i = 0; i < count / 2; ++i) {
       acc[i] = pair_sums(acc[2 * i], acc[2 * i + 1], std::make_index_sequence<W>{});
     }
