@@ -80,12 +80,27 @@ int64_t group_rows(int64_t cols) {
                              kRowGroup);
 }
 
+// A long row's e^x pass also asks for the same row of the next group, x to
+// read and y to write, a cache line per batch (`ahead`; the group's own rows
+// for the last group): that row then arrives from L3 or memory while this
+// one computes, instead of the next group's maximum pass waiting for it.
+// (softmax rows of (640, 2297) floats, 5.9 MB in and out: 358 → … µs.)
+struct Ahead {
+  const real* x;
+  real* y;
+};
+
+inline void ask_for(Ahead ahead, int64_t c) {
+  __builtin_prefetch(ahead.x + c, 0);
+  if (ahead.y != nullptr) __builtin_prefetch(ahead.y + c, 1);
+}
+
 // y = e^(x − shift) over one row of n ≥ 1 values, returning Σ y. The full
 // batches go two at a time (two independent chains of the exp polynomial and
 // of the sum); the last n mod W values are the batch that ends the row, its
 // lanes already counted padded with −∞ (e^−∞ = 0) so that they add nothing,
 // or, for a row shorter than W, the row padded the same way.
-real exp_row(real* y, const real* x, real shift, int64_t n) {
+real exp_row(real* y, const real* x, real shift, int64_t n, Ahead ahead) {
   const Batch minus(shift);
   const real lowest = -std::numeric_limits<real>::infinity();
   if (n < W) {
@@ -96,6 +111,8 @@ real exp_row(real* y, const real* x, real shift, int64_t n) {
   Batch total0(real(0)), total1(real(0));
   int64_t c = 0;
   for (; c + 2 * W <= n; c += 2 * W) {
+    ask_for(ahead, c);
+    ask_for(ahead, c + W);
     const Batch e0 = exp_nonpositive<real>(load(x + c) - minus);
     const Batch e1 = exp_nonpositive<real>(load(x + c + W) - minus);
     e0.store_unaligned(y + c);
@@ -120,13 +137,15 @@ real exp_row(real* y, const real* x, real shift, int64_t n) {
 }
 
 // Σ e^(x − shift) over one row of n ≥ 1 values, as exp_row without storing.
-real exp_sum(const real* x, real shift, int64_t n) {
+real exp_sum(const real* x, real shift, int64_t n, Ahead ahead) {
   const Batch minus(shift);
   const real lowest = -std::numeric_limits<real>::infinity();
   if (n < W) return xsimd::hadd(exp_nonpositive<real>(load_partial(x, n, lowest) - minus));
   Batch total0(real(0)), total1(real(0));
   int64_t c = 0;
   for (; c + 2 * W <= n; c += 2 * W) {
+    ask_for(ahead, c);
+    ask_for(ahead, c + W);
     total0 += exp_nonpositive<real>(load(x + c) - minus);
     total1 += exp_nonpositive<real>(load(x + c + W) - minus);
   }
@@ -163,8 +182,12 @@ void softmax_forward(real* out, const real* x, int64_t rows, int64_t cols) {
       exp_nonpositive(y, y, count * cols);
       for (int64_t r = 0; r < count; ++r) per_row[r] = sum(y + r * cols, cols);
     } else {
+      const int64_t next = r0 + count < rows ? r0 + count : r0;  // the next group, or this one
+      const int64_t ahead_rows = std::min(count, rows - next);
       for (int64_t r = 0; r < count; ++r) {
-        per_row[r] = exp_row(y + r * cols, in + r * cols, per_row[r], cols);
+        const int64_t row = (next + std::min(r, ahead_rows - 1)) * cols;
+        per_row[r] =
+            exp_row(y + r * cols, in + r * cols, per_row[r], cols, Ahead{x + row, out + row});
       }
     }
     for (int64_t r = 0; r < count; ++r) {
@@ -208,8 +231,12 @@ void log_softmax_forward(real* out, const real* x, int64_t rows, int64_t cols) {
     const int64_t count = std::min(group, rows - r0);
     const real* in = x + r0 * cols;
     for (int64_t r = 0; r < count; ++r) per_row[r] = maximum(in + r * cols, cols);
+    const int64_t next = r0 + count < rows ? r0 + count : r0;  // the next group, or this one
+    const int64_t ahead_rows = std::min(count, rows - next);
     for (int64_t r = 0; r < count; ++r) {
-      per_row[r] += std::log(exp_sum(in + r * cols, per_row[r], cols));
+      const int64_t row = (next + std::min(r, ahead_rows - 1)) * cols;
+      per_row[r] +=
+          std::log(exp_sum(in + r * cols, per_row[r], cols, Ahead{x + row, out + row}));
     }
     for (int64_t r = 0; r < count; ++r) {
       const Batch log_total(per_row[r]);
