@@ -8,7 +8,10 @@ the book, adds position 0's encoding at every decoding step). Only the
 training loop is timed. The model is here; the data, the training loop,
 prediction and the report are d2l_common.py's, shared with batched.py.
 
-    /usr/bin/python3 bench/reference/transformer.py [--data data/eng-fra.tsv] [--epochs 200]
+    /usr/bin/python3 bench/reference/transformer.py [--data data/eng-fra.tsv] [--epochs 200] [--threads 1]
+
+On --threads N (1 by default) for torch and for OpenBLAS, whose thread count
+is its own and is read when torch loads it.
 
 prints the loss every 10 epochs and one JSON line at the end with the final
 loss, tokens/s, ms/epoch (wall and CPU time of the training loop) and the four
@@ -16,7 +19,21 @@ test translations with their BLEU.
 """
 import argparse
 import math
+import os
 
+
+def arguments():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data", default="data/eng-fra.tsv")
+    parser.add_argument("--epochs", type=int, default=200)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=1)
+    return parser.parse_args()
+
+
+ARGS = arguments()
+os.environ["OPENBLAS_NUM_THREADS"] = str(ARGS.threads)  # read when torch loads OpenBLAS
+# pylint: disable=wrong-import-position
 import torch
 from torch import nn
 
@@ -180,12 +197,8 @@ class TransformerDecoder(nn.Module):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data", default="data/eng-fra.tsv")
-    parser.add_argument("--epochs", type=int, default=200)
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
-    torch.set_num_threads(1)
+    args = ARGS
+    torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
 
     num_steps = 10
