@@ -164,9 +164,10 @@ batched_seq2seq::BatchedTrainingOptions training_options(const TrainFlags& flags
 void check_attention_sentence(const std::string& sentence);
 
 // batched_seq2seq::train with a progress line every `print_every` epochs and
-// a summary at the end. Stops with an Error at the first epoch whose loss or
-// weights are not finite, saying that out_folder's checkpoint (if any) keeps
-// the last good state (examples/common/divergence.hpp).
+// a summary at the end. Stops with an Error at the first epoch whose loss,
+// gradient norm or weights are not finite, or whose loss is over 100 times
+// the first step's, saying that out_folder's checkpoint (if any) keeps the
+// last good state (examples/common/divergence.hpp).
 batched_seq2seq::TrainingReport train_reporting_progress(
     batched_seq2seq::BatchedTranslator& model, const text::BatchedData& data,
     const batched_seq2seq::BatchedTrainingOptions& training, int64_t print_every,
