@@ -464,7 +464,7 @@ int main(int argc, char** argv) {
       .flag("seed", flags.seed, "random seed for the data and w's initial value",
             cli::non_negative())
       .flag("epochs", flags.epochs, "training epochs of the learned attention", cli::positive())
-      .flag("lr", flags.lr, "SGD learning rate", cli::positive())
+      .flag("lr", flags.lr, cli::learning_rate_help("SGD learning rate"), cli::positive())
       .choice("kernel", flags.kernel, {"gaussian", "boxcar", "epanechnikov"},
               "kernel of the nonparametric Nadaraya-Watson fit")
       .flag("bandwidth", flags.bandwidth, "kernel bandwidth sigma", cli::positive())

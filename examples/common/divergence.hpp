@@ -41,7 +41,7 @@ namespace attograd::cli {
 // How far above its first step's loss a reported loss may go. A working
 // run's reported losses never exceed its first step's: the default runs'
 // loss tables and curves (docs/translation.md, docs/attention.md,
-// docs/nw_regression.md) start at 0.34–1 times it and fall from there, and
+// docs/nw_regression.md) start at 0.34–1 times it and stay below it, and
 // none of the 10,000 one-iteration losses of a default tutorial run is above
 // it. 100× leaves two orders of magnitude.
 inline constexpr double kDivergenceFactor = 100;
@@ -93,6 +93,14 @@ inline void check_finite_parameters(const nn::NamedTensors& parameters, const st
                             kept);
     }
   }
+}
+
+// The --lr flag's help: `rate` ("Adam learning rate") and what a rate far too
+// large does.
+inline std::string learning_rate_help(const std::string& rate) {
+  return rate +
+         "; if the loss turns NaN or passes 100 times its first step's, training stops with "
+         "status 2 before writing";
 }
 
 // "so 'out/checkpoint.safetensors' keeps the last good state" or, when there

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "examples/common/cli.hpp"
+#include "examples/common/divergence.hpp"
 #include "examples/translate/beam_flags.hpp"
 #include "examples/translate/size_limits.hpp"
 #include "models/batched_seq2seq.hpp"
@@ -118,7 +119,7 @@ template <typename TrainFlags>
 void declare_training_flags(cli::Parser& parser, TrainFlags& flags,
                             const std::string& attention_sentence_help) {
   parser.flag("batch", flags.batch, "sentence pairs per mini-batch", cli::size_at_most(kMaxBatch))
-      .flag("lr", flags.lr, "Adam learning rate", cli::positive())
+      .flag("lr", flags.lr, cli::learning_rate_help("Adam learning rate"), cli::positive())
       .flag("lr-schedule", flags.lr_schedule,
             "the rate per epoch (PyTorch's schedulers): constant, step:S:G (times G every S "
             "epochs), cosine (to 0 over --epochs), warmup:N (linear from lr/N over N epochs), "
