@@ -243,12 +243,16 @@ std::vector<std::pair<std::string, std::string>> draw_pictures(const Flags& flag
   return pictures;
 }
 
-// Stops at the first epoch whose loss is NaN or infinite, before any picture
-// is written (the pictures of an earlier run stay as they were).
-void check_epoch(const Flags& flags, int64_t epoch, double loss) {
-  if (std::isfinite(loss)) return;
-  cli::check_finite_training("loss", loss, fmt::format("epoch {}", epoch), flags.lr,
-                             fmt::format("the pictures in '{}' were left as they were", flags.out));
+// Stops at the first epoch whose loss is NaN or infinite, or over 100 times
+// epoch 1's (the loss before the first step), before any picture is written
+// (the pictures of an earlier run stay as they were). `first_loss` keeps
+// epoch 1's loss of the run in progress.
+void check_epoch(const Flags& flags, int64_t epoch, double loss, double& first_loss) {
+  if (epoch == 1) first_loss = loss;
+  const std::string when = fmt::format("epoch {}", epoch);
+  const std::string kept = fmt::format("the pictures in '{}' were left as they were", flags.out);
+  cli::check_finite_training("loss", loss, when, flags.lr, kept);
+  cli::check_loss_growth(loss, first_loss, when, flags.lr, kept);
 }
 
 // ---------------------------------------------------------------- one run
@@ -312,8 +316,9 @@ int run_once(const Flags& flags) {
 
   const bool terminal = ::isatty(::fileno(stdout)) != 0;
   // With --json nothing but the summary goes to stdout (and nothing interrupts the clock).
+  double first_loss = 0;
   const std::function<void(int64_t, double)> on_epoch = [&](int64_t epoch, double loss) {
-    check_epoch(flags, epoch, loss);
+    check_epoch(flags, epoch, loss, first_loss);
     if (!flags.json) {
       if (terminal) {
         fmt::print("\repoch {:>4}/{}  loss {:.6f}", epoch, flags.epochs, loss);
@@ -391,7 +396,10 @@ int run_seeds(const Flags& flags) {
 
   for (int i = 0; i < flags.seeds; ++i) {
     const uint64_t seed = static_cast<uint64_t>(flags.seed) + static_cast<uint64_t>(i);
-    const auto on_epoch = [&](int64_t epoch, double loss) { check_epoch(flags, epoch, loss); };
+    double first_loss = 0;
+    const auto on_epoch = [&](int64_t epoch, double loss) {
+      check_epoch(flags, epoch, loss, first_loss);
+    };
     const ExperimentResult scalar =
         run_experiment(experiment_options(flags, seed, WeightShape::scalar), on_epoch);
     const ExperimentResult vector =
@@ -456,7 +464,7 @@ int main(int argc, char** argv) {
       .flag("seed", flags.seed, "random seed for the data and w's initial value",
             cli::non_negative())
       .flag("epochs", flags.epochs, "training epochs of the learned attention", cli::positive())
-      .flag("lr", flags.lr, "SGD learning rate", cli::positive())
+      .flag("lr", flags.lr, cli::learning_rate_help("SGD learning rate"), cli::positive())
       .choice("kernel", flags.kernel, {"gaussian", "boxcar", "epanechnikov"},
               "kernel of the nonparametric Nadaraya-Watson fit")
       .flag("bandwidth", flags.bandwidth, "kernel bandwidth sigma", cli::positive())

@@ -304,18 +304,23 @@ TrainingReport train(BatchedTranslator& model, const text::BatchedData& data,
     const Clock::time_point start = Clock::now();
     double loss_sum = 0;
     int64_t tokens = 0;
+    EpochReport epoch_report;
     batches.start_epoch();
     while (const std::optional<text::TranslationBatch> batch = batches.next()) {
       adam.zero_grad();
       const Tensor total = sum(model.loss(batch->source, batch->target));
       backward(total);
-      nn::clip_grad_norm(parameters, options.clip_norm());
+      nn::clip_grad_norm(parameters, options.clip_norm(), /*error_if_nonfinite=*/true);
       adam.step();
+      const int64_t batch_tokens = std::accumulate(batch->target.valid_lengths.begin(),
+                                                   batch->target.valid_lengths.end(), int64_t{0});
+      if (tokens == 0 && batch_tokens > 0) {
+        epoch_report.first_batch_loss =
+            static_cast<double>(total.item()) / static_cast<double>(batch_tokens);
+      }
       loss_sum += static_cast<double>(total.item());
-      tokens += std::accumulate(batch->target.valid_lengths.begin(),
-                                batch->target.valid_lengths.end(), int64_t{0});
+      tokens += batch_tokens;
     }
-    EpochReport epoch_report;
     epoch_report.epoch = epoch;
     epoch_report.loss = tokens > 0 ? loss_sum / static_cast<double>(tokens) : 0;
     epoch_report.tokens = tokens;

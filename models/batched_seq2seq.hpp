@@ -304,8 +304,11 @@ struct BatchedTrainingOptions {
 };
 
 struct EpochReport {
-  int64_t epoch = 0;   // 1-based
-  double loss = 0;     // d2l's figure: Σ_batches Σ_b loss_b / (valid target tokens)
+  int64_t epoch = 0;  // 1-based
+  double loss = 0;    // d2l's figure: Σ_batches Σ_b loss_b / (valid target tokens)
+  // The same figure for the epoch's first mini-batch alone, before its step:
+  // epoch 1's is the untrained model's loss.
+  double first_batch_loss = 0;
   int64_t tokens = 0;  // valid target tokens seen this epoch
   double seconds = 0;  // wall time of the epoch
   double lr = 0;       // Adam's learning rate during the epoch
@@ -326,7 +329,9 @@ struct TrainingReport {
 
 // d2l's train_seq2seq: Adam, one step per mini-batch on Σ_b loss_b, the
 // gradients clipped to clip_norm first. on_epoch (if set) sees each epoch's
-// report as it ends. The model is left in training mode.
+// report as it ends. The model is left in training mode. A NaN or infinite
+// gradient norm (an overflow) throws nn::NonFiniteNormError before that
+// batch's step, so the weights stay those of the last finite step.
 TrainingReport train(BatchedTranslator& model, const text::BatchedData& data,
                      const BatchedTrainingOptions& options,
                      const std::function<void(const EpochReport&)>& on_epoch = {});

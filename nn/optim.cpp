@@ -366,7 +366,16 @@ void Adam::update(ParameterState& state, const Tensor& gradient, double lr) {
 
 // ---- Gradient clipping -----------------------------------------------------------
 
-double clip_grad_norm(const std::vector<Tensor>& parameters, double max_norm) {
+NonFiniteNormError::NonFiniteNormError(double norm)
+    : Error(fmt::format(
+          "clip_grad_norm: the total norm of the gradients is {}, so they cannot be clipped (none "
+          "was changed); lower the learning rate, or pass error_if_nonfinite = false to scale "
+          "them anyway",
+          norm)),
+      norm_(norm) {}
+
+double clip_grad_norm(const std::vector<Tensor>& parameters, double max_norm,
+                      bool error_if_nonfinite) {
   check(max_norm >= 0, "clip_grad_norm: max_norm = {} must be >= 0", max_norm);
   std::vector<Tensor> gradients;
   double sum_of_squares = 0;  // in double: millions of float squares add up
@@ -380,8 +389,12 @@ double clip_grad_norm(const std::vector<Tensor>& parameters, double max_norm) {
     gradients.push_back(std::move(gradient));
   }
   const double norm = std::sqrt(sum_of_squares);
+  if (error_if_nonfinite && !std::isfinite(norm)) {
+    throw NonFiniteNormError(std::fabs(norm));  // the norm is >= 0 or NaN: "nan", not "-nan"
+  }
+  // PyTorch multiplies by min(coefficient, 1): a NaN norm makes every gradient NaN.
   const double coefficient = max_norm / (norm + 1e-6);
-  if (coefficient < 1) {
+  if (coefficient < 1 || std::isnan(coefficient)) {
     const auto scale = real(coefficient);
     for (Tensor& gradient : gradients) {
       if (gradient.is_contiguous()) {

@@ -35,6 +35,7 @@
 
 #include "autograd/engine.hpp"
 #include "nn/module.hpp"
+#include "tensor/error.hpp"
 #include "tensor/tensor.hpp"
 
 namespace attograd::nn {
@@ -255,6 +256,28 @@ class Adam : public Optimizer {
 // Returns the L2 norm of all the gradients together, ‖(g₁, g₂, …)‖, and when
 // it exceeds max_norm scales every gradient by max_norm / (norm + 1e-6), as
 // torch.nn.utils.clip_grad_norm_. Parameters without a gradient are skipped.
-double clip_grad_norm(const std::vector<Tensor>& parameters, double max_norm);
+//
+// An overflowed loss or weight makes the norm NaN or infinite. By default
+// the gradients are then scaled anyway, as PyTorch's are: by 0 when the norm
+// is infinite (an infinite entry becomes NaN), by NaN when it is NaN. With
+// error_if_nonfinite (PyTorch's error_if_nonfinite=True) it throws
+// NonFiniteNormError instead, before any gradient is changed, so a training
+// loop stops before the optimizer's step:
+//
+//   nn::clip_grad_norm(model.parameters(), 1.0, /*error_if_nonfinite=*/true);
+double clip_grad_norm(const std::vector<Tensor>& parameters, double max_norm,
+                      bool error_if_nonfinite = false);
+
+// What clip_grad_norm throws for a NaN or infinite norm: an Error whose
+// message names the norm and the remedy, and which keeps the norm for a
+// caller that reports where training stopped.
+class NonFiniteNormError : public Error {
+ public:
+  explicit NonFiniteNormError(double norm);
+  double norm() const { return norm_; }
+
+ private:
+  double norm_;
+};
 
 }  // namespace attograd::nn

@@ -22,6 +22,7 @@
 #include "models/text/normalize.hpp"
 #include "models/text/pairs.hpp"
 #include "nn/checkpoint.hpp"
+#include "nn/optim.hpp"
 #include "plot/svg_plot.hpp"
 #include "tensor/error.hpp"
 #include "tensor/parallel.hpp"
@@ -252,14 +253,19 @@ TrainingReport train_reporting_progress(BatchedTranslator& model, const text::Ba
   out << std::flush;
   const int64_t epochs = training.epochs();
   const std::string checkpoint = (fs::path(out_folder) / kCheckpointName).string();
-  const TrainingReport report = train(model, data, training, [&](const EpochReport& epoch) {
+  const auto kept = [&] { return cli::kept_text(checkpoint, fs::exists(checkpoint)); };
+  double first_loss = 0;  // the first step's, epoch 1's first batch
+  int64_t running = 1;    // the epoch in progress
+  const auto on_epoch = [&](const EpochReport& epoch) {
     // Stop at the first epoch that diverged, before anything is written.
     const std::string when = fmt::format("epoch {}", epoch.epoch);
-    const auto kept = [&] { return cli::kept_text(checkpoint, fs::exists(checkpoint)); };
+    if (epoch.epoch == 1) first_loss = epoch.first_batch_loss;
     if (!std::isfinite(epoch.loss)) {
       cli::check_finite_training("loss", epoch.loss, when, training.lr(), kept());
     }
+    cli::check_loss_growth(epoch.loss, first_loss, when, training.lr(), kept());
     cli::check_finite_parameters(model.named_parameters(), when, training.lr(), kept());
+    running = epoch.epoch + 1;
     if (epoch.epoch % print_every == 0 || epoch.epoch == epochs) {
       out << fmt::format("epoch {:>4}/{}  loss {:.4f}  {:8.0f} tokens/s  {:6.1f} ms/epoch{}\n",
                          epoch.epoch, epochs, epoch.loss,
@@ -270,7 +276,14 @@ TrainingReport train_reporting_progress(BatchedTranslator& model, const text::Ba
                              : fmt::format("  lr {:.3g}", epoch.lr))
           << std::flush;
     }
-  });
+  };
+  TrainingReport report;
+  try {
+    report = train(model, data, training, on_epoch);
+  } catch (const nn::NonFiniteNormError& error) {  // thrown before that batch's step
+    cli::fail_diverged(fmt::format("epoch {}", running),
+                       fmt::format("the gradient norm is {}", error.norm()), training.lr(), kept());
+  }
   out << fmt::format(
       "loss {:.3f}, {:.1f} tokens/sec, {:.1f} ms per epoch ({} epochs in {:.1f} s)\n\n",
       report.final_loss, report.tokens_per_second(), report.ms_per_epoch(), report.epochs.size(),

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "examples/common/cli.hpp"
+#include "examples/common/divergence.hpp"
 #include "examples/translate/beam_flags.hpp"
 #include "examples/translate/size_limits.hpp"
 #include "models/batched_seq2seq.hpp"
@@ -118,7 +119,7 @@ template <typename TrainFlags>
 void declare_training_flags(cli::Parser& parser, TrainFlags& flags,
                             const std::string& attention_sentence_help) {
   parser.flag("batch", flags.batch, "sentence pairs per mini-batch", cli::size_at_most(kMaxBatch))
-      .flag("lr", flags.lr, "Adam learning rate", cli::positive())
+      .flag("lr", flags.lr, cli::learning_rate_help("Adam learning rate"), cli::positive())
       .flag("lr-schedule", flags.lr_schedule,
             "the rate per epoch (PyTorch's schedulers): constant, step:S:G (times G every S "
             "epochs), cosine (to 0 over --epochs), warmup:N (linear from lr/N over N epochs), "
@@ -164,9 +165,10 @@ batched_seq2seq::BatchedTrainingOptions training_options(const TrainFlags& flags
 void check_attention_sentence(const std::string& sentence);
 
 // batched_seq2seq::train with a progress line every `print_every` epochs and
-// a summary at the end. Stops with an Error at the first epoch whose loss or
-// weights are not finite, saying that out_folder's checkpoint (if any) keeps
-// the last good state (examples/common/divergence.hpp).
+// a summary at the end. Stops with an Error at the first epoch whose loss,
+// gradient norm or weights are not finite, or whose loss is over 100 times
+// the first step's, saying that out_folder's checkpoint (if any) keeps the
+// last good state (examples/common/divergence.hpp).
 batched_seq2seq::TrainingReport train_reporting_progress(
     batched_seq2seq::BatchedTranslator& model, const text::BatchedData& data,
     const batched_seq2seq::BatchedTrainingOptions& training, int64_t print_every,

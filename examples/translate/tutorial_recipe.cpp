@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "examples/common/divergence.hpp"
 #include "examples/common/output_folder.hpp"
 #include "examples/translate/checkpoint_sizes.hpp"
 #include "examples/translate/size_limits.hpp"
@@ -36,7 +37,8 @@ void declare_train_flags(cli::Parser& parser, TrainFlags& flags) {
               "attention: location (the tutorial's AttnDecoderRNN) or bahdanau (additive)")
       .flag("dropout", flags.dropout, "dropout on the decoder's embedded input",
             cli::in_range(0, 0.99))
-      .flag("lr", flags.lr, "SGD learning rate of encoder and decoder", cli::positive())
+      .flag("lr", flags.lr, cli::learning_rate_help("SGD learning rate of encoder and decoder"),
+            cli::positive())
       .flag("teacher-forcing", flags.teacher_forcing,
             "probability of teacher forcing for a pair (else greedy feeding)", cli::in_range(0, 1))
       .flag("iters", flags.iters, "training iterations, one random pair each", cli::positive())

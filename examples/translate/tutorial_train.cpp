@@ -190,7 +190,8 @@ void check_not_diverged(Trainer& trainer, const OutputFiles& files, bool weights
 
 // Trains until the iterations are done or Ctrl-C, printing a progress line
 // after each interval and calling `save` every `checkpoint_every` iterations;
-// stops with an Error at the first non-finite loss.
+// stops with an Error at the first non-finite loss, or at a reported average
+// over 100 times the first iteration's loss (before the save that follows it).
 Session train_session(Trainer& trainer, int64_t checkpoint_every, const std::function<void()>& save,
                       const OutputFiles& files, std::ostream& out) {
   Session session;
@@ -199,6 +200,9 @@ Session train_session(Trainer& trainer, int64_t checkpoint_every, const std::fun
   Trainer::Hooks hooks;
   hooks.report = [&](const IntervalReport& report) {
     session.last_loss = report.average_loss;
+    cli::check_loss_growth(report.average_loss, trainer.progress().first_loss,
+                           fmt::format("iteration {}", report.iteration),
+                           trainer.options().learning_rate(), kept_files(files));
     out << fmt::format("iter {:>6}/{} ({:5.1f}%)  loss {:.4f}  {:6.0f} it/s  ETA {}\n",
                        report.iteration, report.iterations,
                        100.0 * static_cast<double>(report.iteration) /

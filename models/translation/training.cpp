@@ -96,6 +96,7 @@ bool Trainer::run(const Hooks& hooks) {
     const double loss = train_iteration(iteration);
     progress_.train_seconds += std::chrono::duration<double>(Clock::now() - start).count();
     progress_.iteration = iteration;
+    if (progress_.first_loss == 0) progress_.first_loss = loss;
     progress_.print_loss_total += loss;
     progress_.plot_loss_total += loss;
     if (iteration % options_.plot_every() == 0) {
@@ -160,6 +161,7 @@ nlohmann::json progress_json(const TrainingProgress& progress) {
           {"plot_loss_total", progress.plot_loss_total},
           {"plot_losses", progress.plot_losses},
           {"interval_losses", progress.interval_losses},
+          {"first_loss", progress.first_loss},
           {"train_seconds", progress.train_seconds}};
 }
 
@@ -246,6 +248,7 @@ CheckpointInfo read_checkpoint_info(const std::filesystem::path& path) {
     info.progress.plot_loss_total = progress.at("plot_loss_total").get<double>();
     info.progress.plot_losses = progress.at("plot_losses").get<std::vector<double>>();
     info.progress.interval_losses = progress.at("interval_losses").get<std::vector<double>>();
+    info.progress.first_loss = progress.value("first_loss", 0.0);
     info.progress.train_seconds = progress.at("train_seconds").get<double>();
   } catch (const nlohmann::json::exception& error) {
     fail("{}: the checkpoint's information is damaged ({})", path.string(), error.what());

@@ -98,7 +98,10 @@ struct TrainingProgress {
   double plot_loss_total = 0;           // Σ loss per word since the last curve point
   std::vector<double> plot_losses;      // the loss curve: one average per plot_every
   std::vector<double> interval_losses;  // one average per print_every (the loss table)
-  double train_seconds = 0;             // wall-clock time spent in iterations, over all sessions
+  // The loss per word of the first iteration, the untrained model's (0: none
+  // yet; a checkpoint saved without it gets the first iteration after resuming).
+  double first_loss = 0;
+  double train_seconds = 0;  // wall-clock time spent in iterations, over all sessions
 };
 
 // A report after each print_every iterations (and at the end of a run).

@@ -1,8 +1,10 @@
 // tests/examples/test_hostile_input_cli.cpp — the example programs against
-// hostile input: runs that diverge stop with status 2 and leave the last good
-// checkpoint (or pictures) untouched, output folders are checked before the
-// work, checkpoints with NaN or absurd sizes are refused, stale temporary
-// files of killed writers are cleaned up. Every failure is one line, status 2.
+// hostile input: runs that diverge (a non-finite loss, gradient norm or
+// weight, or a loss over 100 times the first step's) stop with status 2 and
+// leave the last good checkpoint (or pictures) untouched, output folders are
+// checked before the work, checkpoints with NaN or absurd sizes are refused,
+// stale temporary files of killed writers are cleaned up. Every failure is
+// one line, status 2.
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -69,6 +71,29 @@ std::vector<std::string> names_in(const fs::path& folder) {
   return names;
 }
 
+// Runs `good`, then `bad` into the same folder: the second must stop with one
+// line containing every piece of `expected` and leave the first run's files
+// byte for byte, with no temporary file added.
+void check_diverged_run_keeps_files(const fs::path& scratch, const fs::path& out,
+                                    const std::vector<std::string>& good,
+                                    const std::vector<std::string>& bad,
+                                    const std::vector<std::string>& expected) {
+  const Run normal = run(good, scratch);
+  INFO("stderr of the normal run: " << normal.err);
+  REQUIRE(normal.status == 0);
+  CHECK(normal.err.find("diverged") == std::string::npos);
+  const std::string checkpoint = read_file(out / "checkpoint.safetensors");
+  const std::string curve = read_file(out / "loss.svg");
+  const std::vector<std::string> files = names_in(out);
+
+  const Run diverged = run(bad, scratch);
+  require_one_line_error(diverged);
+  for (const std::string& piece : expected) CHECK_THAT(diverged.err, Contains(piece));
+  CHECK(read_file(out / "checkpoint.safetensors") == checkpoint);
+  CHECK(read_file(out / "loss.svg") == curve);
+  CHECK(names_in(out) == files);
+}
+
 }  // namespace
 
 TEST_CASE("A diverging run stops with status 2 and keeps the last good checkpoint",
@@ -79,35 +104,74 @@ TEST_CASE("A diverging run stops with status 2 and keeps the last good checkpoin
 
   SECTION("tutorial recipe") {
     const fs::path data = tutorial_data(scratch.path, 30);
-    REQUIRE(run(tutorial_train(data, out, "0.05"), scratch.path).status == 0);
-    const std::string good = read_file(out / "checkpoint.safetensors");
-    const std::string curve = read_file(out / "loss.svg");
-    const std::vector<std::string> files = names_in(out);
-
-    const Run diverged = run(tutorial_train(data, out, "1e30"), scratch.path);
-    require_one_line_error(diverged);
-    CHECK_THAT(diverged.err, Contains("training diverged at iteration "));
-    CHECK_THAT(diverged.err, Contains("(learning rate 1e+30); stopped before writing, so '"));
-    CHECK_THAT(diverged.err, Contains("keeps the last good state; try a smaller --lr, e.g. 1e+29"));
-    CHECK(read_file(out / "checkpoint.safetensors") == good);
-    CHECK(read_file(out / "loss.svg") == curve);
-    CHECK(names_in(out) == files);
+    check_diverged_run_keeps_files(
+        scratch.path, out, tutorial_train(data, out, "0.05"), tutorial_train(data, out, "1e30"),
+        {"training diverged at iteration ", "(learning rate 1e+30); stopped before writing, so '",
+         "keeps the last good state; try a smaller --lr, e.g. 1e+29"});
   }
   SECTION("batched recipe") {
-    REQUIRE(run(batched_train(out, "0.02"), scratch.path).status == 0);
-    const std::string good = read_file(out / "checkpoint.safetensors");
-    const std::vector<std::string> files = names_in(out);
-
     // 1e39 is past float's range, so the first Adam step leaves non-finite
-    // weights. (At 1e30 the packed GEMM's sums stay finite: the loss grows to
-    // about 1e29 without becoming NaN, which the check does not call divergence.)
-    const Run diverged = run(batched_train(out, "1e39"), scratch.path);
-    require_one_line_error(diverged);
-    CHECK_THAT(diverged.err, Contains("training diverged at epoch "));
-    CHECK_THAT(diverged.err, Contains("try a smaller --lr"));
-    CHECK(read_file(out / "checkpoint.safetensors") == good);
-    CHECK(names_in(out) == files);
+    // weights. (At 1e30 the loss grows to about 1e29 and stays finite: the
+    // growth check's case, below.)
+    check_diverged_run_keeps_files(scratch.path, out, batched_train(out, "0.02"),
+                                   batched_train(out, "1e39"),
+                                   {"training diverged at epoch ", "try a smaller --lr"});
   }
+}
+
+TEST_CASE("A loss that explodes but stays finite stops the run with status 2",
+          "[translate][cli][hostile]") {
+  if constexpr (!kFloatBuild) return;
+  TemporaryFolder scratch;
+  const fs::path out = scratch.path / "out";
+  const std::string kept = "stopped before writing, so '" +
+                           (out / "checkpoint.safetensors").string() +
+                           "' keeps the last good state; try a smaller --lr, e.g. ";
+
+  SECTION("tutorial recipe") {
+    // SGD at 1e6 takes the loss per word from about 3 to about 1e7 in the
+    // first 10 iterations, and it stays finite.
+    const fs::path data = tutorial_data(scratch.path, 30);
+    check_diverged_run_keeps_files(
+        scratch.path, out, tutorial_train(data, out, "0.05"), tutorial_train(data, out, "1e6"),
+        {"error: training diverged at iteration 10: the loss is ",
+         ", over 100 times the first step's ", " (learning rate 1e+06); " + kept + "100000"});
+  }
+  SECTION("batched recipe") {
+    // Four batches an epoch: the loss of epoch 1 has exploded already, which
+    // only the first step's loss (before any update) shows.
+    std::vector<std::string> bad = batched_train(out, "1e30");
+    bad.insert(bad.end(), {"--batch", "16"});
+    check_diverged_run_keeps_files(
+        scratch.path, out, batched_train(out, "0.02"), bad,
+        {"error: training diverged at epoch 1: the loss is ", ", over 100 times the first step's ",
+         " (learning rate 1e+30); " + kept + "1e+29"});
+  }
+  SECTION("transformer recipe") {
+    std::vector<std::string> bad = quick_transformer_train(out, 2);
+    bad.insert(bad.end(), {"--lr", "1000"});
+    check_diverged_run_keeps_files(
+        scratch.path, out, quick_transformer_train(out, 2), bad,
+        {"error: training diverged at epoch 2: the loss is ", ", over 100 times the first step's ",
+         " (learning rate 1000); " + kept + "100"});
+  }
+}
+
+TEST_CASE("A non-finite gradient norm stops the batched loop before the step with status 2",
+          "[translate][cli][hostile]") {
+  if constexpr (!kFloatBuild) return;
+  TemporaryFolder scratch;
+  const fs::path out = scratch.path / "out";
+  // Adam at 1e10 leaves the Transformer's weights finite after epoch 1, and
+  // its loss and gradients NaN in epoch 2: clip_grad_norm throws.
+  std::vector<std::string> bad = quick_transformer_train(out, 2);
+  bad.insert(bad.end(), {"--lr", "1e10"});
+  check_diverged_run_keeps_files(
+      scratch.path, out, quick_transformer_train(out, 2), bad,
+      {"error: training diverged at epoch 2: the gradient norm is nan (learning rate 1e+10); "
+       "stopped before writing, so '" +
+       (out / "checkpoint.safetensors").string() +
+       "' keeps the last good state; try a smaller --lr, e.g. 1e+09"});
 }
 
 TEST_CASE("nw_regression stops at a non-finite loss and keeps the old pictures",

@@ -7,11 +7,13 @@
 // scalar reference of d2l's model written out with plain loops (the
 // unbatched path, independent of the batched code); a short training run that overfits 64
 // pairs of the shipped data and translates them back; runs that repeat
-// exactly for a fixed seed, with 1 or 2 threads; and errors that name the
-// layer, the shapes and the values.
+// exactly for a fixed seed, with 1 or 2 threads; a non-finite gradient norm
+// that stops training before the step; and errors that name the layer, the
+// shapes and the values.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <string>
 #include <type_traits>
@@ -22,6 +24,7 @@
 #include "models/text/batching.hpp"
 #include "models/text/normalize.hpp"
 #include "models/text/pairs.hpp"
+#include "nn/optim.hpp"
 #include "tensor/factory.hpp"
 #include "tensor/parallel.hpp"
 #include "tests/support/tensor_checks.hpp"
@@ -438,6 +441,29 @@ TEST_CASE("BatchedSeq2Seq: training repeats exactly for a seed, with 1 or 2 thre
   parallel::set_min_parallel_work(min_work);
   CHECK(again == first);
   CHECK(threaded == first);
+}
+
+TEST_CASE("BatchedSeq2Seq: a non-finite gradient norm stops training before the step",
+          "[batched_seq2seq]") {
+  const text::BatchedData data = shipped_pairs(16);
+  Generator generator(5);
+  BatchedSeq2Seq model(
+      BatchedSeq2SeqOptions(data.source_vocabulary.size(), data.target_vocabulary.size())
+          .embed_size(4)
+          .hidden_size(4),
+      generator);
+  // An infinite logit bias makes the loss and every gradient NaN.
+  model.decoder->dense->bias.data()[0] = std::numeric_limits<real>::infinity();
+  std::vector<std::vector<real>> before;
+  for (const Tensor& p : model.parameters()) before.push_back(p.to_vector());
+  int64_t epochs_ended = 0;
+  CHECK_THROWS_AS(train(model, data, BatchedTrainingOptions().epochs(2).batch_size(16),
+                        [&](const EpochReport&) { ++epochs_ended; }),
+                  nn::NonFiniteNormError);
+  CHECK(epochs_ended == 0);
+  std::vector<std::vector<real>> after;
+  for (const Tensor& p : model.parameters()) after.push_back(p.to_vector());
+  CHECK(after == before);  // Adam never stepped (the infinite bias equals itself)
 }
 
 TEST_CASE("BatchedSeq2Seq: bad input names the layer, the shapes and the values",

@@ -585,6 +585,7 @@ TEST_CASE("save -> load gives identical translations", "[seq2seq]") {
     CHECK(read.model.hidden_size() == 16);
     CHECK(read.progress.iteration == 40);
     CHECK(read.progress.interval_losses == trainer.progress().interval_losses);
+    CHECK(read.progress.first_loss == trainer.progress().first_loss);
     const std::unique_ptr<Seq2Seq> loaded = load_model(path, read);
     CHECK(same_parameters(model, *loaded, 0));
     for (const text::SentencePair& pair : corpus.pairs) {
@@ -636,6 +637,9 @@ TEST_CASE("a resumed run equals an uninterrupted one", "[seq2seq]") {
   const double tolerance = std::is_same_v<real, float> ? 0.0 : 1e-5;
   CHECK(same_parameters(straight, second, tolerance));
   CHECK(resumed.progress().iteration == uninterrupted.progress().iteration);
+  // The first iteration's loss, which the divergence check compares with, comes from the file.
+  CHECK(uninterrupted.progress().first_loss > 0);
+  CHECK(resumed.progress().first_loss == uninterrupted.progress().first_loss);
   REQUIRE(resumed.progress().interval_losses.size() ==
           uninterrupted.progress().interval_losses.size());
   REQUIRE(resumed.progress().plot_losses.size() == uninterrupted.progress().plot_losses.size());

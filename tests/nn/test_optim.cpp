@@ -4,10 +4,14 @@
 //
 // The expected values are written out below each test's comment; the
 // gradients come from the real engine (backward through sum((p − c)²)).
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <limits>
 #include <memory>
+#include <string>
 
 #include "autograd/engine.hpp"
 #include "autograd/fast/fast.hpp"
@@ -522,4 +526,62 @@ TEST_CASE("clip_grad_norm returns the total norm and rescales only above the lim
     CHECK(nn::clip_grad_norm({a, b}, 100) == Approx(6.5).epsilon(1e-6));
   }
   CHECK_THROWS_WITH(nn::clip_grad_norm({a}, -1), Contains("max_norm = -1"));
+}
+
+TEST_CASE("clip_grad_norm with error_if_nonfinite throws on an infinite or NaN norm first",
+          "[optim]") {
+  const real infinity = std::numeric_limits<real>::infinity();
+  const real nan = std::numeric_limits<real>::quiet_NaN();
+  for (const real bad : {infinity, nan}) {
+    INFO("the gradient of b is " << bad);
+    Tensor a = requires_grad_(zeros({2}));
+    Tensor b = requires_grad_(zeros({1}));
+    // Gradients (3, 4) and (bad): b * bad is NaN, but its gradient is `bad`.
+    backward(sum(a * from_vector({3, 4})) + sum(b * from_vector({bad})));
+    const std::string norm = std::isnan(bad) ? "nan" : "inf";
+    CHECK_THROWS_WITH(nn::clip_grad_norm({a, b}, 1.0, /*error_if_nonfinite=*/true),
+                      "clip_grad_norm: the total norm of the gradients is " + norm +
+                          ", so they cannot be clipped (none was changed); lower the learning "
+                          "rate, or pass error_if_nonfinite = false to scale them anyway");
+    try {
+      nn::clip_grad_norm({a, b}, 1.0, true);
+      FAIL("no error");
+    } catch (const nn::NonFiniteNormError& error) {
+      CHECK(fmt::format("{}", error.norm()) == norm);
+    }
+    // Nothing was scaled.
+    CHECK(grad(a).to_vector() == std::vector<real>{3, 4});
+    const bool unchanged = std::isnan(bad) ? std::isnan(grad(b).item()) : grad(b).item() == bad;
+    CHECK(unchanged);
+  }
+}
+
+TEST_CASE("clip_grad_norm with error_if_nonfinite clips a finite norm as without it", "[optim]") {
+  Tensor a = requires_grad_(zeros({2}));
+  backward(sum(a * from_vector({3, 4})));
+  CHECK(nn::clip_grad_norm({a}, 10, /*error_if_nonfinite=*/true) == Approx(5).epsilon(1e-12));
+  CHECK(grad(a).to_vector() == std::vector<real>{3, 4});
+  CHECK(nn::clip_grad_norm({a}, 2.5, /*error_if_nonfinite=*/true) == Approx(5).epsilon(1e-12));
+  CHECK(grad(a).to_vector()[0] == Approx(1.5).epsilon(1e-6));
+  CHECK(grad(a).to_vector()[1] == Approx(2).epsilon(1e-6));
+}
+
+TEST_CASE("clip_grad_norm scales by a non-finite norm by default as PyTorch does", "[optim]") {
+  // torch.nn.utils.clip_grad_norm_ multiplies by clamp(max_norm / (norm + 1e-6), max=1):
+  // by 0 for an infinite norm (inf · 0 is NaN), by NaN for a NaN norm.
+  const real infinity = std::numeric_limits<real>::infinity();
+  Tensor a = requires_grad_(zeros({2}));
+  Tensor b = requires_grad_(zeros({1}));
+  backward(sum(a * from_vector({3, 4})) + sum(b * from_vector({infinity})));
+  CHECK(std::isinf(nn::clip_grad_norm({a, b}, 1.0)));
+  CHECK(grad(a).to_vector() == std::vector<real>{0, 0});
+  CHECK(std::isnan(grad(b).item()));
+
+  Tensor c = requires_grad_(zeros({2}));
+  Tensor d = requires_grad_(zeros({1}));
+  backward(sum(c * from_vector({3, 4})) +
+           sum(d * from_vector({std::numeric_limits<real>::quiet_NaN()})));
+  CHECK(std::isnan(nn::clip_grad_norm({c, d}, 1.0)));
+  CHECK(std::isnan(grad(c).to_vector()[0]));
+  CHECK(std::isnan(grad(c).to_vector()[1]));
 }
