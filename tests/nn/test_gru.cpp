@@ -190,10 +190,11 @@ TEST_CASE("gru_cell equals the cell composed from primitive ops, values and grad
 }
 
 TEST_CASE("gru_sequence equals gru_cell step by step, values and gradients", "[gru]") {
-  // The sequence node against its specification, the chain of cell nodes:
-  // the same products and gate kernels, so the same values bit for bit; the
-  // weight gradients are one product over T·B rows against T products added
-  // up, so those agree to rounding.
+  // The sequence node against its specification, the chain of cell nodes.
+  // They agree to rounding: the input's projection is one product over T·B
+  // rows against T products of B rows, which matmul may sum by different
+  // kernels (a few rows go to few_rows_nt), and the weight gradients are one
+  // product over T·B rows against T products added up.
   Generator generator(31);
   const int64_t T = 5, B = 3, I = 4, H = 7;
   for (bool with_h0 : {true, false}) {
@@ -231,7 +232,7 @@ TEST_CASE("gru_sequence equals gru_cell step by step, values and gradients", "[g
     const std::vector<Tensor> chained_grads = gradients(chained);
 
     INFO("with h0: " << with_h0);
-    CHECK(fused.to_vector() == chained.to_vector());
+    CHECK(difference(fused, chained) <= kClose);
     REQUIRE(fused_grads.size() == chained_grads.size());
     for (size_t i = 0; i < fused_grads.size(); ++i) {
       INFO("gradient " << i << " of x, W_ih, W_hh, b_ih, b_hh, h0");
