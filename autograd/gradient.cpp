@@ -18,7 +18,11 @@ Gradient Gradient::product(const Tensor& dy, const Tensor& x) {
         "Gradient::product: dy {} and x {} must be (n,out) and (n,in) with the same n", dy.shape(),
         x.shape());
   const int64_t n = dy.shape()[0], out = dy.shape()[1], in = x.shape()[1];
-  if (fast::deferred_gradients()) {
+  // The factors are kept only when they hold fewer numbers than the matrix
+  // they stand for (a decoder step's one row against a 2231 × 256 output
+  // layer); a batch of 64 rows against a 96 × 32 weight is cheaper as the
+  // matrix, formed now, than as factors copied, stacked and formed later.
+  if (fast::deferred_gradients() && n * (out + in) < out * in) {
     auto deferred = std::make_shared<fast::DeferredGradient>(Shape{out, in});
     deferred->add_product(dy, x);
     return Gradient(std::move(deferred));

@@ -9,12 +9,21 @@
 // about (the given generator may be a temporary), a fixed manual_seed before
 // building the model fixes every mask, and the masks do not shift the random
 // stream other code draws from. Use generator().seed(s) to reseed one layer.
+// A mask takes one 64-bit draw from it; element i is dropped when a 32-bit
+// hash of (that draw, i) falls below p·2^32 (kernels::dropout_mask), so one
+// draw serves the whole mask and the hashes run W lanes at a time.
 #pragma once
 
 #include "nn/layer.hpp"
 #include "tensor/random.hpp"
+#include "tensor/shape.hpp"
 
 namespace attograd::nn {
+
+// An inverted-dropout mask of `shape`: each entry 0 with probability p, else
+// 1/(1 − p), so the masked values keep their expectation. One draw from
+// `generator`. (Dropout's, and the GRU's between its layers.)
+Tensor dropout_mask(const Shape& shape, double p, Generator& generator);
 
 class Dropout : public Layer {
  public:

@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "autograd/ops.hpp"
+#include "nn/dropout.hpp"
 #include "nn/init.hpp"
 #include "tensor/error.hpp"
 #include "tensor/factory.hpp"
@@ -28,16 +29,6 @@ void check_sizes(const char* type, int64_t input_size, int64_t hidden_size) {
   check(input_size > 0 && hidden_size > 0,
         "{}: input_size ({}) and hidden_size ({}) must both be positive", type, input_size,
         hidden_size);
-}
-
-// The inverted-dropout mask for one step: each entry 0 with probability p,
-// else 1/(1 − p), so the masked values keep their expectation.
-Tensor dropout_mask(const Shape& shape, double p, Generator& generator) {
-  const real scale = static_cast<real>(1.0 / (1.0 - p));
-  Tensor mask = Tensor::empty(shape);
-  real* m = mask.data();
-  for (int64_t i = 0; i < mask.numel(); ++i) m[i] = generator.bernoulli(p) ? real(0) : scale;
-  return mask;
 }
 
 // stack(tensors, axis), except that a single tensor becomes a view with a new

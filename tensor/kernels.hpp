@@ -51,6 +51,8 @@ void bmm_forward(real* c, const real* a, Layout a_layout, int64_t a_step, const 
                  Layout b_layout, int64_t b_step, int64_t batches, int64_t M, int64_t K, int64_t N);
 void add_scaled_product_tn(real* c, real alpha, const real* a, const real* b, int64_t M, int64_t K,
                            int64_t N);
+uint32_t mask_draw(uint64_t seed, uint64_t index);
+void dropout_mask(real* mask, int64_t n, uint32_t drop_below, real keep, uint64_t seed);
 }  // namespace scalar
 
 // out, x: (n).  out = f(x)
@@ -104,6 +106,11 @@ void bmm_forward(real* c, const real* a, Layout a_layout, int64_t a_step, const 
 // one rounding: c += α·(aᵀb) without ever writing aᵀb itself.
 void add_scaled_product_tn(real* c, real alpha, const real* a, const real* b, int64_t M, int64_t K,
                            int64_t N);
+// mask: (n).  mask[i] = 0 where draw(seed, i) < drop_below, else keep: a
+// dropout mask from one seed, element i's draw a 32-bit hash of (seed, i)
+// (scalar::mask_draw; tensor/kernels_random.cpp), the same on every machine
+// and thread count. drop_below = p·2^32 drops each element with probability p.
+void dropout_mask(real* mask, int64_t n, uint32_t drop_below, real keep, uint64_t seed);
 // out: (B,N); x: (B,K); weight: (N,K), stored as a Linear layer keeps it (read
 // transposed, no copy); bias: (N) or null for none.  out = x @ weightᵀ + bias
 // (tensor/kernels_affine.cpp: matmul_forward, then the bias row added to each row)

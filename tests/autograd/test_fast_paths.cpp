@@ -54,8 +54,8 @@ TEST_CASE("a deferred weight gradient reaching a computed tensor is formed for i
 TEST_CASE("deferred gradients accumulate over backward calls and with dense ones",
           "[autograd][fast_paths]") {
   Generator generator(2);
-  const Tensor w = requires_grad_(randn({3, 4}, generator));
-  const Tensor x = randn({2, 4}, generator);
+  const Tensor w = requires_grad_(randn({6, 8}, generator));  // 48 entries; factors 2·(6 + 8)
+  const Tensor x = randn({2, 8}, generator);
   auto once = [&] { return sum(pow(linear(x, w, Tensor()), 2)) + sum(w * w); };
   // Fast path: backward twice without zero_grad.
   zero_grad(w);

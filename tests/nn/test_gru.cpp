@@ -22,6 +22,7 @@
 #include "autograd/ops.hpp"
 #include "nn/gru.hpp"
 #include "tensor/factory.hpp"
+#include "tensor/kernels.hpp"
 
 using namespace attograd;
 using Catch::Matchers::Contains;
@@ -545,6 +546,9 @@ TEST_CASE("GRU dropout acts between layers, in training mode only", "[gru][nn]")
 
   // The same forward by hand: layer 0, then every step's output times an
   // inverted-dropout mask (0 with probability p, else 1/(1 − p)), then layer 1.
+  // The mask covers the whole (T,B,H) sequence from one 64-bit draw: element
+  // i is dropped when the hash of (draw, i) is below p·2^32
+  // (kernels::scalar::mask_draw).
   const auto& layers = gru.layers();
   std::vector<Tensor> steps;
   Tensor h = zeros({2, 4});
@@ -554,14 +558,15 @@ TEST_CASE("GRU dropout acts between layers, in training mode only", "[gru][nn]")
     steps.push_back(h);
   }
   int64_t dropped = 0;
-  for (Tensor& step : steps) {
+  const uint64_t seed = masks.next_u64();
+  for (int64_t t = 0; t < 5; ++t) {
     Tensor mask = Tensor::empty({2, 4});
     for (int64_t i = 0; i < mask.numel(); ++i) {
-      const bool drop = masks.bernoulli(p);
+      const bool drop = kernels::scalar::mask_draw(seed, uint64_t(t * 8 + i)) < (1u << 31);
       dropped += drop;
       mask.data()[i] = drop ? real(0) : real(1 / (1 - p));
     }
-    step = step * mask;
+    steps[t] = steps[t] * mask;
   }
   CHECK(dropped > 0);
   CHECK(dropped < 40);

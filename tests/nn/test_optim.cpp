@@ -242,26 +242,27 @@ double largest_difference(const Tensor& a, const Tensor& b) {
 
 namespace {
 
-// A Linear over a batch and a GRU over a sequence: every weight's gradient is
-// a product dyᵀx, which the fast path keeps as factors. `shared` is used
-// twice, by ops that return dense gradients.
+// A Linear over a sequence and a GRU over it, one sequence (B = 1): every
+// weight's gradient is a product dyᵀx over at most T = 4 rows, which the fast
+// path keeps as factors (fewer numbers than the weight: Gradient::product).
+// `shared` is used twice, by ops that return dense gradients.
 struct Layers : nn::Module {
   std::shared_ptr<nn::Linear> linear;
   std::shared_ptr<nn::GRU> gru;
   Tensor shared;
   explicit Layers(uint64_t seed) : nn::Module("Layers") {
     Generator generator(seed);
-    linear =
-        register_module("linear", std::make_shared<nn::Linear>(nn::LinearOptions(7, 5), generator));
-    gru = register_module("gru", std::make_shared<nn::GRU>(nn::GRUOptions(5, 6), generator));
-    shared = register_parameter("shared", randn({6, 6}, generator));
+    linear = register_module("linear",
+                             std::make_shared<nn::Linear>(nn::LinearOptions(16, 12), generator));
+    gru = register_module("gru", std::make_shared<nn::GRU>(nn::GRUOptions(12, 16), generator));
+    shared = register_parameter("shared", randn({16, 16}, generator));
   }
   void backward_once(int64_t steps) {
     Generator data(99);
-    const Tensor x = randn({steps * 3, 7}, data);                      // (T·B, 7)
-    const Tensor inputs = reshape(linear->forward(x), {steps, 3, 5});  // (T,B,5)
-    const Tensor top = gru->forward(inputs).output;                    // (T,B,6)
-    const Tensor last = select(top, 0, steps - 1);                     // (B,6)
+    const Tensor x = randn({steps, 16}, data);                          // (T·B, 16)
+    const Tensor inputs = reshape(linear->forward(x), {steps, 1, 12});  // (T,B,12)
+    const Tensor top = gru->forward(inputs).output;                     // (T,B,16)
+    const Tensor last = select(top, 0, steps - 1);                      // (B,16)
     backward(sum(pow(matmul(last, shared), 2)) + sum(shared) * real(0.5));
   }
 };

@@ -501,3 +501,45 @@ TEST_CASE("add_scaled_product_tn: SIMD equals scalar, and adds exactly what matm
     CHECK(c_simd == two_passes);
   }
 }
+
+TEST_CASE("dropout_mask: SIMD equals scalar bit for bit", "[kernels][dropout]") {
+  for (const uint64_t seed : {uint64_t{0}, uint64_t{1}, uint64_t{0x0123456789ABCDEF}}) {
+    for (const uint32_t drop_below : {0u, 1u, 429496730u, 2147483648u, 4294967295u}) {
+      for (const int64_t n : kSizes) {
+        INFO("seed " << seed << ", drop below " << drop_below << ", n = " << n);
+        Values simd(static_cast<size_t>(n) + 1, real(99)), plain(static_cast<size_t>(n) + 1, real(99));
+        k::dropout_mask(simd.data(), n, drop_below, real(1.25), seed);
+        k::scalar::dropout_mask(plain.data(), n, drop_below, real(1.25), seed);
+        CHECK(simd == plain);  // the element past n untouched in both
+      }
+    }
+  }
+}
+
+TEST_CASE("dropout_mask drops with probability p, independently, and differs by seed",
+          "[kernels][dropout]") {
+  constexpr int64_t n = 1'000'000;
+  Values mask(n);
+  for (const double p : {0.1, 0.5, 0.9}) {
+    const auto drop_below = static_cast<uint32_t>(p * 0x1.0p32);
+    k::dropout_mask(mask.data(), n, drop_below, real(2), 12345);
+    int64_t dropped = 0, both = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      dropped += mask[i] == 0;
+      if (i + 1 < n) both += mask[i] == 0 && mask[i + 1] == 0;
+    }
+    INFO("p = " << p);
+    // 5 standard deviations of a binomial count; neighbours drop together
+    // with probability p².
+    const double spread = 5 * std::sqrt(n * p * (1 - p));
+    CHECK(std::abs(double(dropped) - n * p) < spread);
+    CHECK(std::abs(double(both) - (n - 1) * p * p) < 5 * std::sqrt(n * p * p * (1 - p * p)));
+    CHECK(std::count(mask.begin(), mask.end(), real(2)) == n - dropped);  // the rest keep 1/(1 − p)
+  }
+  Values other(n);
+  k::dropout_mask(mask.data(), n, 1u << 31, real(2), 1);
+  k::dropout_mask(other.data(), n, 1u << 31, real(2), 2);
+  int64_t same = 0;
+  for (int64_t i = 0; i < n; ++i) same += mask[i] == other[i];
+  CHECK(std::abs(double(same) - n / 2.0) < 5 * std::sqrt(n / 4.0));  // unrelated masks agree half the time
+}
