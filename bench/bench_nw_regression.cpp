@@ -14,8 +14,10 @@
 // one scalar loop doing the forward, the backward and the SGD step on raw
 // arrays, with no graph, no tensors and no allocation — what attograd would
 // cost if it had no overhead at all. The hand loop's final w is printed next
-// to attograd's, so a wrong floor shows. Timings are for reading, never for
-// pass/fail: the tests check correctness only.
+// to attograd's, so a wrong floor shows. When /usr/bin/python3 has torch,
+// the same training in PyTorch (bench/reference/nw.py, the same data and
+// starting w) is timed after attograd's and the ratio printed. Timings are
+// for reading, never for pass/fail: the tests check correctness only.
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -25,6 +27,7 @@
 #include <vector>
 
 #include "attograd.hpp"
+#include "bench/pytorch.hpp"
 #include "bench/timing.hpp"
 #include "models/nw_regression.hpp"
 #include "tensor/parallel.hpp"
@@ -163,6 +166,23 @@ void run(WeightShape shape) {
       "        check: final loss attograd {:.6f} hand {:.6f}; w[0] attograd {:.6f} hand "
       "{:.6f}\n",
       attograd_loss, hand_loss, attograd_w[0], hand.w[0]);
+
+  // PyTorch on the same data from the same w (bench/reference/nw.py: its
+  // median CPU time of 100 epochs over as many trainings), run after
+  // attograd's trainings in the same process.
+  if (!bench::have_pytorch()) return;
+  const auto theirs = bench::run_reference(
+      "nw.py", fmt::format("--w {} --trainings {}", to_string(shape), trainings));
+  if (!theirs) {
+    fmt::print("        PyTorch: bench/reference/nw.py failed\n");
+    return;
+  }
+  const double torch_us = 1e3 * (*theirs)["ms_per_training_cpu"].get<double>();
+  fmt::print(
+      "        PyTorch (nw.py) {:8.1f} µs/training {:6.2f} µs/epoch   attograd = {:5.1f} x its "
+      "speed; its final loss {:.6f}, w[0] {:.6f}\n",
+      torch_us, torch_us / kEpochs, torch_us / ours, (*theirs)["final_loss"].get<double>(),
+      (*theirs)["w"][0].get<double>());
 }
 
 }  // namespace

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "attograd.hpp"
+#include "bench/pytorch.hpp"
 #include "bench/timing.hpp"
 #include "tensor/parallel.hpp"
 
@@ -144,7 +145,7 @@ std::vector<Case> make_cases(Generator& generator) {
 std::map<std::string, double> run_pytorch() {
   std::map<std::string, double> times;
   const std::string command = fmt::format(
-      "/usr/bin/python3 '{}/bench/reference/ops.py' 2>/dev/null", ATTOGRAD_SOURCE_DIR);
+      "/usr/bin/python3 '{}/bench/reference/ops.py' 2>/dev/null", bench::source_dir());
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) return times;
   char line[512];
@@ -156,10 +157,6 @@ std::map<std::string, double> run_pytorch() {
   }
   pclose(pipe);
   return times;
-}
-
-bool have_pytorch() {
-  return std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") == 0;
 }
 
 }  // namespace
@@ -178,7 +175,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  torch = torch && have_pytorch();
+  torch = torch && bench::have_pytorch();
   parallel::set_num_threads(1);
   Generator generator(1);
   const std::vector<Case> cases = make_cases(generator);

@@ -1,7 +1,7 @@
 // bench/bench_seq2seq.cpp — how long does one step of the tutorial's
 // translator training take, against what this machine can do at all?
 //
-//   ./build/bench/bench_seq2seq            (the float library, one core)
+//   ./build/bench/bench_seq2seq [--iters 1000] [--rounds 3]   (the float library, one core)
 //
 // One training iteration (Trainer::train_iteration: zero_grad, encoder and
 // decoder forward, backward, SGD step) of the
@@ -23,15 +23,24 @@
 //            `out` (V_out × H), the per-word product a naive step repeats.
 // Each figure is the median of 15 samples of thread CPU time (not wall time,
 // so other processes sharing the core do not inflate it). Ratios, not pass/fail.
+//
+// When /usr/bin/python3 has torch, it then runs the tutorial's recipe in
+// PyTorch (bench/reference/tutorial.py) on the same fixed pair, and the
+// recipe itself on the shipped data on both sides (`translate train --iters
+// N`), alternately, and prints attograd's speed over PyTorch's.
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <ctime>
+#include <string>
 #include <vector>
 
 #include "attograd.hpp"
-#include "tensor/parallel.hpp"
+#include "bench/pytorch.hpp"
+#include "bench/recipe_runs.hpp"
 #include "bench/timing.hpp"
+#include "tensor/parallel.hpp"
 #include "models/seq2seq.hpp"
 #include "models/translation/training.hpp"
 
@@ -57,9 +66,60 @@ double median_seconds(int64_t calls, Work&& work) {
   return samples[samples.size() / 2];
 }
 
+// The tutorial's recipe in PyTorch (bench/reference/tutorial.py): its fixed
+// 8 + 8 pair, teacher forced and greedy, against the figures above; and
+// `iterations` iterations of the recipe on the shipped data by both sides
+// (`translate train --iters N` and tutorial.py --iters N, the same pairs
+// and coins in the same order), alternately, `rounds` times.
+void compare_with_pytorch(double step, double greedy_step, int iterations, int rounds) {
+  if (!bench::have_pytorch()) {
+    fmt::print("\nPyTorch: not run (/usr/bin/python3 has no torch)\n");
+    return;
+  }
+  std::vector<double> ours, theirs, theirs_forced, theirs_greedy;
+  const std::string ours_command =
+      fmt::format("'{}' train --iters {} --threads 1 --json --out '{}/bench-tutorial'",
+                  bench::example_program("translate"), iterations, ATTOGRAD_BINARY_DIR);
+  for (int round = 0; round < rounds; ++round) {
+    if (const auto run = bench::last_json_line(ours_command)) {
+      ours.push_back((*run)["ms_per_iteration"].get<double>());
+    }
+    if (const auto run =
+            bench::run_reference("tutorial.py", fmt::format("--iters {}", iterations))) {
+      theirs.push_back((*run)["ms_per_iteration_wall"].get<double>());
+      theirs_forced.push_back((*run)["fixed_pair_teacher_forced_ms_per_iteration_cpu"].get<double>());
+      theirs_greedy.push_back((*run)["fixed_pair_greedy_ms_per_iteration_cpu"].get<double>());
+    }
+  }
+  if (theirs.empty() || ours.empty()) {
+    fmt::print("\nPyTorch comparison failed: `{}` or bench/reference/tutorial.py\n", ours_command);
+    return;
+  }
+  const double forced = bench::median(theirs_forced), greedy = bench::median(theirs_greedy);
+  const double our_run = bench::median(ours), their_run = bench::median(theirs);
+  fmt::print(
+      "\nagainst PyTorch (bench/reference/tutorial.py, one thread; medians of {} alternating "
+      "rounds)\n",
+      rounds);
+  fmt::print("  fixed pair, teacher forced    {:8.3f} ms   attograd = {:5.1f} x its speed\n", forced,
+             forced / (1e3 * step));
+  fmt::print("  fixed pair, greedy            {:8.3f} ms   attograd = {:5.1f} x its speed\n", greedy,
+             greedy / (1e3 * greedy_step));
+  fmt::print(
+      "  the recipe, {} iterations: attograd {:.3f} ms, PyTorch {:.3f} ms per iteration (wall)"
+      "   attograd = {:5.1f} x its speed\n",
+      iterations, our_run, their_run, their_run / our_run);
+}
+
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  int recipe_iterations = 1000, rounds = 3;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    if (flag == "--iters") recipe_iterations = std::max(1, std::atoi(argv[i + 1]));
+    if (flag == "--rounds") rounds = std::max(1, std::atoi(argv[i + 1]));
+  }
   // One thread, as printed: a product shared with a worker would be timed
   // only in part by this thread's clock.
   parallel::set_num_threads(1);
@@ -125,5 +185,6 @@ int main() {
              1e3 * stream, step / stream);
   fmt::print("  scalar matvec over out        {:8.3f} ms   teacher forced = {:4.1f} x this\n",
              1e3 * matvec, step / matvec);
+  compare_with_pytorch(step, greedy_step, recipe_iterations, rounds);
   return 0;
 }
