@@ -273,6 +273,19 @@ Tensor Tensor::contiguous_data() const {
   return Tensor(std::move(view));
 }
 
+namespace {
+
+// dst[j] = src[j] for j < count ≤ 16: fixed-size moves the compiler emits
+// inline (a loop here would be turned back into a memcpy call).
+void copy_short_row(real* dst, const real* src, int64_t count) {
+  constexpr int64_t kChunk = 32 / static_cast<int64_t>(sizeof(real));  // 32 bytes
+  int64_t j = 0;
+  for (; j + kChunk <= count; j += kChunk) std::memcpy(dst + j, src + j, kChunk * sizeof(real));
+  for (; j < count; ++j) std::memcpy(dst + j, src + j, sizeof(real));
+}
+
+}  // namespace
+
 Tensor Tensor::clone_data() const {
   Tensor out = empty(shape());
   real* dst = out.data();
@@ -280,10 +293,14 @@ Tensor Tensor::clone_data() const {
   if (is_contiguous()) {
     if (numel() > 0) std::memcpy(dst, data(), sizeof(real) * numel());
   } else {
+    // Rows of a few values (a head's 8 of a permuted attention tensor) are
+    // copied inline: a memcpy call per row costs more than the row.
     for_each_row(shape(), strides(), offset(),
                  [&](int64_t i, int64_t position, int64_t count, int64_t stride) {
-                   if (stride == 1) {
+                   if (stride == 1 && count > 16) {
                      std::memcpy(dst + i, base + position, sizeof(real) * count);
+                   } else if (stride == 1) {
+                     copy_short_row(dst + i, base + position, count);
                    } else {
                      for (int64_t j = 0; j < count; ++j) dst[i + j] = base[position + j * stride];
                    }

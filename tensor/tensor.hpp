@@ -152,12 +152,20 @@ void for_each_row(const Shape& shape, const Strides& strides, int64_t offset, Fn
     return;
   }
   const int64_t count = shape[ndim - 1], stride = strides[ndim - 1];
+  if (ndim == 1) {
+    fn(int64_t{0}, offset, count, stride);
+    return;
+  }
+  // The rows of the second-to-last axis in a plain loop (a permuted
+  // attention tensor has rows of 8 values: an odometer step per row would
+  // cost more than the row), the odometer over the axes before it.
+  const int64_t rows = shape[ndim - 2], row_stride = strides[ndim - 2];
   Dims index(static_cast<size_t>(ndim), 0);
   int64_t position = offset;
-  for (int64_t linear = 0; linear < n; linear += count) {
-    fn(linear, position, count, stride);
+  for (int64_t linear = 0; linear < n; linear += rows * count) {
+    for (int64_t r = 0; r < rows; ++r) fn(linear + r * count, position + r * row_stride, count, stride);
     // Odometer increment over the outer axes, innermost first.
-    for (int64_t axis = ndim - 2; axis >= 0; --axis) {
+    for (int64_t axis = ndim - 3; axis >= 0; --axis) {
       if (++index[axis] < shape[axis]) {
         position += strides[axis];
         break;
