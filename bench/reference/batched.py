@@ -26,21 +26,15 @@ tokens, as attograd's train() counts them.
 prints the loss every 10 epochs, d2l's four test translations, and one JSON
 line: final loss, tokens/s, ms per epoch (wall and CPU), the translations.
 """
-import argparse
-import os
 
 
-def arguments():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
-    parser.add_argument("--data", default="data/eng-fra.tsv")
-    parser.add_argument("--epochs", type=int, default=30)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--threads", type=int, default=1)
-    return parser.parse_args()
+from arguments import parse  # pylint: disable=wrong-import-order
 
-
-ARGS = arguments()
-os.environ["OPENBLAS_NUM_THREADS"] = str(ARGS.threads)  # read when torch loads OpenBLAS
+# Before torch loads OpenBLAS, which reads OPENBLAS_NUM_THREADS then.
+ARGS = parse(__doc__,
+             ("--data", str, "data/eng-fra.tsv"),
+             ("--epochs", int, 30),
+             ("--seed", int, 0))
 # pylint: disable=wrong-import-position
 import torch
 from torch import nn

@@ -193,6 +193,8 @@ def bleu(prediction, label, k):
     len_pred, len_label = len(pred_tokens), len(label_tokens)
     score = math.exp(min(0, 1 - len_label / len_pred))
     for n in range(1, k + 1):
+        if len_pred < n:  # no n-grams to match (d2l divides by zero here), as attograd's bleu
+            return 0.0
         num_matches, label_subs = 0, collections.defaultdict(int)
         for i in range(len_label - n + 1):
             label_subs[" ".join(label_tokens[i:i + n])] += 1

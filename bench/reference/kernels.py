@@ -17,8 +17,7 @@ import argparse
 import os
 import time
 
-SAMPLES = 7
-MINIMUM_SAMPLE_SECONDS = 0.02
+from timing import median_seconds
 
 
 def cases():
@@ -45,25 +44,6 @@ def operand(torch, batches, rows, cols, transposed):
     else:
         view = torch.rand(batches, rows, cols) * 2 - 1
     return view if batches > 1 else view[0]
-
-
-def median_seconds(work, clock):
-    calls = 1
-    while True:
-        start = clock()
-        for _ in range(calls):
-            work()
-        seconds = clock() - start
-        if seconds >= MINIMUM_SAMPLE_SECONDS:
-            break
-        calls *= 10 if seconds < MINIMUM_SAMPLE_SECONDS / 10 else 2
-    samples = []
-    for _ in range(SAMPLES):
-        start = clock()
-        for _ in range(calls):
-            work()
-        samples.append((clock() - start) / calls)
-    return sorted(samples)[len(samples) // 2]
 
 
 def main():

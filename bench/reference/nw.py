@@ -25,25 +25,21 @@ initial w; the CPU time of the epochs (wall time too), the median over
 prints one JSON line: the medians, the last epoch's loss (taken before its
 step, as attograd reports it) and the learned w.
 """
-import argparse
 import json
-import os
 import statistics
 import time
 
 
-def arguments():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
-    parser.add_argument("--w", choices=["scalar", "vector"], default="scalar")
-    parser.add_argument("--trainings", type=int, default=301)
-    parser.add_argument("--epochs", type=int, default=100)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--threads", type=int, default=1)
-    return parser.parse_args()
+from arguments import parse  # pylint: disable=wrong-import-order
 
-
-ARGS = arguments()
-os.environ["OPENBLAS_NUM_THREADS"] = str(ARGS.threads)  # read when torch loads OpenBLAS
+# Before torch loads OpenBLAS, which reads OPENBLAS_NUM_THREADS then.
+ARGS = parse(__doc__,
+             ("--w", str, "scalar"),
+             ("--trainings", int, 301),
+             ("--epochs", int, 100),
+             ("--seed", int, 0))
+if ARGS.w not in ("scalar", "vector"):
+    raise SystemExit(f"nw.py: --w {ARGS.w}: give scalar or vector")
 # pylint: disable=wrong-import-position
 import torch
 from torch import nn

@@ -21,27 +21,7 @@ import os
 import sys
 import time
 
-SAMPLES = 7
-MINIMUM_SAMPLE_SECONDS = 0.02
-
-
-def median_seconds(work, clock):
-    calls = 1
-    while True:
-        start = clock()
-        for _ in range(calls):
-            work()
-        seconds = clock() - start
-        if seconds >= MINIMUM_SAMPLE_SECONDS:
-            break
-        calls *= 10 if seconds < MINIMUM_SAMPLE_SECONDS / 10 else 2
-    samples = []
-    for _ in range(SAMPLES):
-        start = clock()
-        for _ in range(calls):
-            work()
-        samples.append((clock() - start) / calls)
-    return sorted(samples)[len(samples) // 2]
+from timing import median_seconds
 
 
 def cases(torch):

@@ -17,22 +17,16 @@ prints the loss every 10 epochs and one JSON line at the end with the final
 loss, tokens/s, ms/epoch (wall and CPU time of the training loop) and the four
 test translations with their BLEU.
 """
-import argparse
 import math
-import os
 
 
-def arguments():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data", default="data/eng-fra.tsv")
-    parser.add_argument("--epochs", type=int, default=200)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--threads", type=int, default=1)
-    return parser.parse_args()
+from arguments import parse  # pylint: disable=wrong-import-order
 
-
-ARGS = arguments()
-os.environ["OPENBLAS_NUM_THREADS"] = str(ARGS.threads)  # read when torch loads OpenBLAS
+# Before torch loads OpenBLAS, which reads OPENBLAS_NUM_THREADS then.
+ARGS = parse(__doc__,
+             ("--data", str, "data/eng-fra.tsv"),
+             ("--epochs", int, 200),
+             ("--seed", int, 0))
 # pylint: disable=wrong-import-position
 import torch
 from torch import nn

@@ -44,26 +44,20 @@ environment keeps the blocks in the heap.
 
 prints one JSON line with every figure.
 """
-import argparse
 import json
 import math
-import os
 import statistics
 import time
 import unicodedata
 
 
-def arguments():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
-    parser.add_argument("--data", default="data/eng-fra.tsv")
-    parser.add_argument("--iters", type=int, default=2000)
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--threads", type=int, default=1)
-    return parser.parse_args()
+from arguments import parse  # pylint: disable=wrong-import-order
 
-
-ARGS = arguments()
-os.environ["OPENBLAS_NUM_THREADS"] = str(ARGS.threads)  # read when torch loads OpenBLAS
+# Before torch loads OpenBLAS, which reads OPENBLAS_NUM_THREADS then.
+ARGS = parse(__doc__,
+             ("--data", str, "data/eng-fra.tsv"),
+             ("--iters", int, 2000),
+             ("--seed", int, 1))
 # pylint: disable=wrong-import-position
 import torch
 from torch import nn

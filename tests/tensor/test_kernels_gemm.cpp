@@ -180,22 +180,28 @@ struct InPlaceLimit {
   InPlaceLimit& operator=(const InPlaceLimit&) = delete;
 };
 
-// Every shape in all four layouts, packed and in place, overwriting c and
-// adding into it.
-void check_all_layouts(const std::vector<Sizes>& shapes, int64_t extra, Generator& generator) {
+// check(a_layout, b_layout, shape) for every shape in all four layouts,
+// with operands packed by gemm's own rules, all packed, and all in place.
+template <typename Check>
+void for_all_ways(const std::vector<Sizes>& shapes, Check&& check) {
   for (int64_t limit : kInPlaceLimits) {
     const InPlaceLimit in_place(limit);
     INFO("operands read in place up to " << limit << " bytes");
     for (Layout a_layout : kLayouts) {
       for (Layout b_layout : kLayouts) {
-        for (const Sizes& s : shapes) {
-          const Operands o(s, a_layout, b_layout, extra, generator);
-          check_against_specification(o, {});
-          check_against_specification(o, {true, real(-0.37)});
-        }
+        for (const Sizes& s : shapes) check(a_layout, b_layout, s);
       }
     }
   }
+}
+
+// Every shape every way, overwriting c and adding into it.
+void check_all_layouts(const std::vector<Sizes>& shapes, int64_t extra, Generator& generator) {
+  for_all_ways(shapes, [&](Layout a_layout, Layout b_layout, const Sizes& s) {
+    const Operands o(s, a_layout, b_layout, extra, generator);
+    check_against_specification(o, {});
+    check_against_specification(o, {true, real(-0.37)});
+  });
 }
 
 }  // namespace
@@ -284,20 +290,12 @@ TEST_CASE("gemm equals its specification with leading dimensions of their own", 
   for (int64_t K : {int64_t{1}, tiles.k_block - 1, tiles.k_block, tiles.k_block + 1}) {
     shapes.push_back({tiles.tile_rows + 1, K, tiles.tile_cols + 1});
   }
-  for (int64_t limit : kInPlaceLimits) {
-    const InPlaceLimit in_place(limit);
-    INFO("operands read in place up to " << limit << " bytes");
-    for (Layout a_layout : kLayouts) {
-      for (Layout b_layout : kLayouts) {
-        for (const Sizes& s : shapes) {
-          for (const auto& [extra, c_extra] :
-               {std::pair<int64_t, int64_t>{1, 0}, {0, 3}, {tiles.tile_cols / 2 + 1, 1}}) {
-            const Operands o(s, a_layout, b_layout, extra, generator, c_extra);
-            check_against_specification(o, {});
-            check_against_specification(o, {true, real(0.81)});
-          }
-        }
-      }
+  for_all_ways(shapes, [&](Layout a_layout, Layout b_layout, const Sizes& s) {
+    for (const auto& [extra, c_extra] :
+         {std::pair<int64_t, int64_t>{1, 0}, {0, 3}, {tiles.tile_cols / 2 + 1, 1}}) {
+      const Operands o(s, a_layout, b_layout, extra, generator, c_extra);
+      check_against_specification(o, {});
+      check_against_specification(o, {true, real(0.81)});
     }
-  }
+  });
 }
