@@ -311,22 +311,22 @@ Tensor gru_sequence(const Tensor& x_in, const Tensor& h0_in, const Tensor& weigh
   const int64_t H = weight_hh_in.shape()[1], rows = T * B;
   const Tensor outputs = Tensor::empty({T, B, H});
   const Tensor x_values = saved_values(x_in);  // (T,B,in) row-major, read as (T·B,in)
-  GruSequenceSaved saved{.x = x_values.as_strided({rows, input}, contiguous_strides({rows, input}),
-                                                  x_values.offset()),
-                         .h0 = h0_in.defined() ? saved_values(h0_in) : zeros({B, H}),
-                         .outputs = detach(outputs),  // not the handle: no cycle through the node
-                         .weight_ih = saved_values(weight_ih_in),
-                         .weight_hh = saved_values(weight_hh_in),
-                         .r = Tensor::empty({T, B, H}),
-                         .z = Tensor::empty({T, B, H}),
-                         .n = Tensor::empty({T, B, H}),
-                         .gh_n = Tensor::empty({T, B, H}),
-                         .need_x = requires_grad(x_in),
-                         .need_h0 = h0_in.defined() && requires_grad(h0_in),
-                         .need_weight_ih = requires_grad(weight_ih_in),
-                         .need_weight_hh = requires_grad(weight_hh_in),
-                         .need_bias_ih = bias_ih_in.defined() && requires_grad(bias_ih_in),
-                         .need_bias_hh = bias_hh_in.defined() && requires_grad(bias_hh_in)};
+  GruSequenceSaved saved{
+      .x = x_values.as_strided({rows, input}, contiguous_strides({rows, input}), x_values.offset()),
+      .h0 = h0_in.defined() ? saved_values(h0_in) : zeros({B, H}),
+      .outputs = detach(outputs),  // not the handle: no cycle through the node
+      .weight_ih = saved_values(weight_ih_in),
+      .weight_hh = saved_values(weight_hh_in),
+      .r = Tensor::empty({T, B, H}),
+      .z = Tensor::empty({T, B, H}),
+      .n = Tensor::empty({T, B, H}),
+      .gh_n = Tensor::empty({T, B, H}),
+      .need_x = requires_grad(x_in),
+      .need_h0 = h0_in.defined() && requires_grad(h0_in),
+      .need_weight_ih = requires_grad(weight_ih_in),
+      .need_weight_hh = requires_grad(weight_hh_in),
+      .need_bias_ih = bias_ih_in.defined() && requires_grad(bias_ih_in),
+      .need_bias_hh = bias_hh_in.defined() && requires_grad(bias_hh_in)};
   const Tensor b_ih = saved_values(bias_ih_in), b_hh = saved_values(bias_hh_in);
 
   Tensor gi = Tensor::empty({rows, 3 * H});  // every step's input projection, one product
@@ -340,8 +340,8 @@ Tensor gru_sequence(const Tensor& x_in, const Tensor& h0_in, const Tensor& weigh
                             b_hh.defined() ? b_hh.data() : nullptr, B, H, 3 * H);
     kernels::gru_gates_forward(saved.outputs.data() + t * step, saved.r.data() + t * step,
                                saved.z.data() + t * step, saved.n.data() + t * step,
-                               saved.gh_n.data() + t * step, gi.data() + t * B * 3 * H,
-                               gh.data(), h, B, H);
+                               saved.gh_n.data() + t * step, gi.data() + t * B * 3 * H, gh.data(),
+                               h, B, H);
   }
 
   // dY (T,B,H) -> gradients of (x, h0, W_ih, W_hh, b_ih, b_hh), by the formulas above.

@@ -10,6 +10,6 @@
 #include "bench/recipe_runs.hpp"
 
 int main(int argc, char** argv) {
-  return attograd::bench::recipe_main(
-      argc, argv, {.recipe = "batched", .script = "batched.py", .epochs = 30});
+  return attograd::bench::recipe_main(argc, argv,
+                                      {.recipe = "batched", .script = "batched.py", .epochs = 30});
 }

@@ -27,19 +27,18 @@
 // time, so other processes sharing the core do not inflate the numbers). Timings are for reading,
 // never for pass/fail: the tests check correctness only.
 #include <fmt/core.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
+#include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <fstream>
 #include <functional>
-#include <cstdlib>
-#include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <unistd.h>
 
 #include "attograd.hpp"
 #include "bench/openblas.hpp"
@@ -445,7 +444,8 @@ std::pair<double, double> copy_and_read(int64_t bytes) {
   const int64_t n = bytes / int64_t(sizeof(real));
   const std::vector<real> from(n, real(0.5));
   std::vector<real> to(n);
-  const double copy = median_seconds([&] { std::memcpy(to.data(), from.data(), n * sizeof(real)); });
+  const double copy =
+      median_seconds([&] { std::memcpy(to.data(), from.data(), n * sizeof(real)); });
   volatile real sink = 0;
   const double read = median_seconds([&] {
     real total;
@@ -470,24 +470,27 @@ void bandwidth_table() {
     std::vector<real> out(rows * cols);
     const int64_t bytes = rows * cols * int64_t(sizeof(real));
     const auto [copy, read] = copy_and_read(bytes);
-    bandwidth_row("softmax rows (640,2297)", 2.0 * double(bytes),
-                  median_seconds([&] { kernels::softmax_forward(out.data(), logits.data(), rows, cols); }),
+    bandwidth_row("softmax rows (640,2297)", 2.0 * double(bytes), median_seconds([&] {
+                    kernels::softmax_forward(out.data(), logits.data(), rows, cols);
+                  }),
                   copy, read);
-    bandwidth_row(
-        "log_softmax rows (640,2297)", 2.0 * double(bytes),
-        median_seconds([&] { kernels::log_softmax_forward(out.data(), logits.data(), rows, cols); }),
-        copy, read);
+    bandwidth_row("log_softmax rows (640,2297)", 2.0 * double(bytes), median_seconds([&] {
+                    kernels::log_softmax_forward(out.data(), logits.data(), rows, cols);
+                  }),
+                  copy, read);
   }
-  for (const int64_t N : {2297, 768}) {  // an output layer, the GRU's gates: y = x Wᵀ, and dx = dy W
+  for (const int64_t N :
+       {2297, 768}) {  // an output layer, the GRU's gates: y = x Wᵀ, and dx = dy W
     constexpr int64_t K = 256;
     const std::vector<real> weight = uniform({N * K}, -1, 1, generator).to_vector();
     const std::vector<real> x = uniform({std::max(N, K)}, -1, 1, generator).to_vector();
     std::vector<real> y(std::max(N, K));
     const int64_t bytes = N * K * int64_t(sizeof(real));
     const auto [copy, read] = copy_and_read(bytes);
-    bandwidth_row(fmt::format("matvec_nt ({},{}) @ ({})", N, K, K), double(bytes),
-                  median_seconds([&] { kernels::matvec_nt(y.data(), x.data(), weight.data(), K, N); }),
-                  copy, read);
+    bandwidth_row(
+        fmt::format("matvec_nt ({},{}) @ ({})", N, K, K), double(bytes),
+        median_seconds([&] { kernels::matvec_nt(y.data(), x.data(), weight.data(), K, N); }), copy,
+        read);
     bandwidth_row(fmt::format("vecmat ({}) @ ({},{})", N, N, K), double(bytes),
                   median_seconds([&] { kernels::vecmat(y.data(), x.data(), weight.data(), N, K); }),
                   copy, read);
@@ -503,8 +506,9 @@ void bandwidth_table() {
 // flops).
 void gru_table(double peak) {
   constexpr int64_t T = 10, B = 64, I = 256, H = 256;
-  fmt::print("\n6. nn::GRU({}, {}) over T = {}, B = {}: forward and backward, every gradient formed\n\n",
-             I, H, T, B);
+  fmt::print(
+      "\n6. nn::GRU({}, {}) over T = {}, B = {}: forward and backward, every gradient formed\n\n",
+      I, H, T, B);
   Generator generator(6);
   auto gru = std::make_shared<nn::GRU>(nn::GRUOptions(I, H), generator);
   const Tensor x = requires_grad_(randn({T, B, I}, generator));

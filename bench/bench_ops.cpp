@@ -144,8 +144,8 @@ std::vector<Case> make_cases(Generator& generator) {
 // script; empty when /usr/bin/python3 has no torch.
 std::map<std::string, double> run_pytorch() {
   std::map<std::string, double> times;
-  const std::string command = fmt::format(
-      "/usr/bin/python3 '{}/bench/reference/ops.py' 2>/dev/null", bench::source_dir());
+  const std::string command =
+      fmt::format("/usr/bin/python3 '{}/bench/reference/ops.py' 2>/dev/null", bench::source_dir());
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) return times;
   char line[512];
@@ -188,8 +188,8 @@ int main(int argc, char** argv) {
   }
 
   fmt::print("attograd public ops against PyTorch{} (one thread, {}; medians of {} round(s))\n\n",
-             torch ? "" : " (not run: /usr/bin/python3 has no torch)",
-             kernels::simd_description(), rounds);
+             torch ? "" : " (not run: /usr/bin/python3 has no torch)", kernels::simd_description(),
+             rounds);
   fmt::print("{:<42} {:>12} {:>12} {:>8} {:>8}\n", "operation", "attograd us", "PyTorch us",
              "speed", "target");
   for (const Case& c : cases) {
@@ -200,8 +200,8 @@ int main(int argc, char** argv) {
       continue;
     }
     const double their = median(found->second);
-    fmt::print("{:<42} {:>12.1f} {:>12.1f} {:>7.2f}x {:>7.2f}x\n", c.name, our, their,
-               their / our, c.target);
+    fmt::print("{:<42} {:>12.1f} {:>12.1f} {:>7.2f}x {:>7.2f}x\n", c.name, our, their, their / our,
+               c.target);
   }
   fmt::print("\nspeed = PyTorch's time / attograd's; target: the goal docs/kernels.md states.\n");
   return 0;

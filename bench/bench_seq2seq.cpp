@@ -40,9 +40,9 @@
 #include "bench/pytorch.hpp"
 #include "bench/recipe_runs.hpp"
 #include "bench/timing.hpp"
-#include "tensor/parallel.hpp"
 #include "models/seq2seq.hpp"
 #include "models/translation/training.hpp"
+#include "tensor/parallel.hpp"
 
 using namespace attograd;
 using namespace attograd::seq2seq;
@@ -87,7 +87,8 @@ void compare_with_pytorch(double step, double greedy_step, int iterations, int r
     if (const auto run =
             bench::run_reference("tutorial.py", fmt::format("--iters {}", iterations))) {
       theirs.push_back((*run)["ms_per_iteration_wall"].get<double>());
-      theirs_forced.push_back((*run)["fixed_pair_teacher_forced_ms_per_iteration_cpu"].get<double>());
+      theirs_forced.push_back(
+          (*run)["fixed_pair_teacher_forced_ms_per_iteration_cpu"].get<double>());
       theirs_greedy.push_back((*run)["fixed_pair_greedy_ms_per_iteration_cpu"].get<double>());
     }
   }
@@ -101,10 +102,10 @@ void compare_with_pytorch(double step, double greedy_step, int iterations, int r
       "\nagainst PyTorch (bench/reference/tutorial.py, one thread; medians of {} alternating "
       "rounds)\n",
       rounds);
-  fmt::print("  fixed pair, teacher forced    {:8.3f} ms   attograd = {:5.1f} x its speed\n", forced,
-             forced / (1e3 * step));
-  fmt::print("  fixed pair, greedy            {:8.3f} ms   attograd = {:5.1f} x its speed\n", greedy,
-             greedy / (1e3 * greedy_step));
+  fmt::print("  fixed pair, teacher forced    {:8.3f} ms   attograd = {:5.1f} x its speed\n",
+             forced, forced / (1e3 * step));
+  fmt::print("  fixed pair, greedy            {:8.3f} ms   attograd = {:5.1f} x its speed\n",
+             greedy, greedy / (1e3 * greedy_step));
   fmt::print(
       "  the recipe, {} iterations: attograd {:.3f} ms, PyTorch {:.3f} ms per iteration (wall)"
       "   attograd = {:5.1f} x its speed\n",

@@ -18,8 +18,8 @@ Tensor dropout_mask(const Shape& shape, double p, Generator& generator) {
   // p·2^32 rounded, so that a draw below it has probability p to within 2^−33.
   const auto drop_below = static_cast<uint32_t>(std::min(std::round(p * 0x1.0p32), 0x1.0p32 - 1));
   Tensor mask = Tensor::empty(shape);
-  kernels::dropout_mask(mask.data(), mask.numel(), drop_below,
-                        static_cast<real>(1.0 / (1.0 - p)), generator.next_u64());
+  kernels::dropout_mask(mask.data(), mask.numel(), drop_below, static_cast<real>(1.0 / (1.0 - p)),
+                        generator.next_u64());
   return mask;
 }
 

@@ -116,8 +116,8 @@ void micro_tile(real* c, int64_t ldc, TileRows a, PanelRows b, int64_t kc, int64
 #pragma GCC unroll 16
   for (int r = 0; r < MR; ++r) {
     for (int v = 0; v < NV; ++v) {
-      acc[r][v] = store.continue_sum ? load_columns(c + r * ldc + v * W, cols - v * W)
-                                     : Batch(real(0));
+      acc[r][v] =
+          store.continue_sum ? load_columns(c + r * ldc + v * W, cols - v * W) : Batch(real(0));
     }
   }
   const FirstLanes last_columns(Masked ? cols - (NV - 1) * W : 0);
@@ -169,8 +169,7 @@ constexpr TileTable<NV, MaxRows> tile_table() {
 // kNarrowMicroTiles[m][k][h − 1] that of h rows and 1 vector; the panel's last
 // vector is read masked when m is 1, the tile's rows run along k when k is 1.
 constexpr TileTable<2, kMaxTileRows> kMicroTiles = tile_table<2, kMaxTileRows>();
-constexpr TileTable<1, kMaxNarrowTileRows> kNarrowMicroTiles =
-    tile_table<1, kMaxNarrowTileRows>();
+constexpr TileTable<1, kMaxNarrowTileRows> kNarrowMicroTiles = tile_table<1, kMaxNarrowTileRows>();
 
 // ---- Cache blocking ----------------------------------------------------------
 // kc: a B panel (kc × 2W) fills two thirds of L1, leaving room for the A

@@ -117,8 +117,9 @@ namespace {
 // Σ_k α_k v_k. matmul_forward hands such a product to matvec_nt, so each is
 // summed exactly as matvec_nt sums one row (tensor/kernels_matvec.cpp): one
 // accumulator over the whole batches in order, its lanes summed as
-// reduce_sum's pairwise tree, then the last K mod W products one at a time. Four dot products at a time, so four
-// chains of dependent FMAs overlap instead of waiting on one another.
+// reduce_sum's pairwise tree, then the last K mod W products one at a time.
+// Four dot products at a time, so four chains of dependent FMAs overlap
+// instead of waiting on one another.
 void batched_dots(real* c, const real* a, int64_t a_step, const real* b, int64_t b_step,
                   int64_t batches, int64_t K) {
   const int64_t k_full = K - K % W;

@@ -108,9 +108,7 @@ inline __m512d masked_load(__m512d pad, __mmask8 mask, const double* p) {
   return _mm512_mask_loadu_pd(pad, mask, p);
 }
 inline void masked_store(float* p, __mmask16 mask, __m512 v) { _mm512_mask_storeu_ps(p, mask, v); }
-inline void masked_store(double* p, __mmask8 mask, __m512d v) {
-  _mm512_mask_storeu_pd(p, mask, v);
-}
+inline void masked_store(double* p, __mmask8 mask, __m512d v) { _mm512_mask_storeu_pd(p, mask, v); }
 #define ATTOGRAD_MASKED_MOVES 1
 #elif defined(__AVX2__)
 using LaneMask = __m256i;

@@ -235,8 +235,7 @@ void log_softmax_forward(real* out, const real* x, int64_t rows, int64_t cols) {
     const int64_t ahead_rows = std::min(count, rows - next);
     for (int64_t r = 0; r < count; ++r) {
       const int64_t row = (next + std::min(r, ahead_rows - 1)) * cols;
-      per_row[r] +=
-          std::log(exp_sum(in + r * cols, per_row[r], cols, Ahead{x + row, out + row}));
+      per_row[r] += std::log(exp_sum(in + r * cols, per_row[r], cols, Ahead{x + row, out + row}));
     }
     for (int64_t r = 0; r < count; ++r) {
       const Batch log_total(per_row[r]);

@@ -3,8 +3,9 @@
 // n − 1 worker threads wait for work, polling for a moment and then sleeping
 // on a condition variable; the calling thread is the n-th. A job is published
 // under the mutex with a new generation number, every thread runs its own
-// fixed range, and the caller waits until the last worker has reported back. Ranges are a pure function of (count, n), never of
-// which thread happens to be faster, so a run is reproducible.
+// fixed range, and the caller waits until the last worker has reported back.
+// Ranges are a pure function of (count, n), never of which thread happens to
+// be faster, so a run is reproducible.
 #include "tensor/parallel.hpp"
 
 #include <atomic>

@@ -163,7 +163,8 @@ void for_each_row(const Shape& shape, const Strides& strides, int64_t offset, Fn
   Dims index(static_cast<size_t>(ndim), 0);
   int64_t position = offset;
   for (int64_t linear = 0; linear < n; linear += rows * count) {
-    for (int64_t r = 0; r < rows; ++r) fn(linear + r * count, position + r * row_stride, count, stride);
+    for (int64_t r = 0; r < rows; ++r)
+      fn(linear + r * count, position + r * row_stride, count, stride);
     // Odometer increment over the outer axes, innermost first.
     for (int64_t axis = ndim - 3; axis >= 0; --axis) {
       if (++index[axis] < shape[axis]) {

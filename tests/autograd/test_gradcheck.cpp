@@ -428,23 +428,22 @@ std::vector<GradcheckRow> gradcheck_table() {
                   {{any_values({3, 15}), any_values({3, 5}), any_values({15, 5})}},
                   "smooth"});
 
-  rows.push_back(
-      {"gru_sequence",
-       [](const Inputs& x) { return gru_sequence(x[0], x[1], x[2], x[3], x[4], x[5]); },
-       {{any_values({3, 2, 4}), any_values({2, 5}), any_values({15, 4}), any_values({15, 5}),
-         any_values({15}), any_values({15})},
-        {any_values({2, 1, 7}), any_values({1, 9}), any_values({27, 7}), any_values({27, 9}),
-         any_values({27}), any_values({27})},
-        {any_values({1, 8, 8}), any_values({8, 8}), any_values({24, 8}), any_values({24, 8}),
-         any_values({24}), any_values({24})}},
-       "smooth; h reaches the loss directly and through every later step"});
-  rows.push_back(
-      {"gru_sequence: batch-first input read through a transpose, no h0, no biases",
-       [](const Inputs& x) {
-         return gru_sequence(transpose(x[0], 0, 1), Tensor(), x[1], x[2], Tensor(), Tensor());
-       },
-       {{any_values({2, 4, 3}), any_values({12, 3}), any_values({12, 4})}},
-       "smooth"});
+  rows.push_back({"gru_sequence",
+                  [](const Inputs& x) { return gru_sequence(x[0], x[1], x[2], x[3], x[4], x[5]); },
+                  {{any_values({3, 2, 4}), any_values({2, 5}), any_values({15, 4}),
+                    any_values({15, 5}), any_values({15}), any_values({15})},
+                   {any_values({2, 1, 7}), any_values({1, 9}), any_values({27, 7}),
+                    any_values({27, 9}), any_values({27}), any_values({27})},
+                   {any_values({1, 8, 8}), any_values({8, 8}), any_values({24, 8}),
+                    any_values({24, 8}), any_values({24}), any_values({24})}},
+                  "smooth; h reaches the loss directly and through every later step"});
+  rows.push_back({"gru_sequence: batch-first input read through a transpose, no h0, no biases",
+                  [](const Inputs& x) {
+                    return gru_sequence(transpose(x[0], 0, 1), Tensor(), x[1], x[2], Tensor(),
+                                        Tensor());
+                  },
+                  {{any_values({2, 4, 3}), any_values({12, 3}), any_values({12, 4})}},
+                  "smooth"});
 
   // ---- Linear (autograd/ops_linear.hpp) ------------------------------------------------
   rows.push_back({"linear: x Wᵀ + b",

@@ -201,10 +201,9 @@ TEST_CASE("gru_sequence equals gru_cell step by step, values and gradients", "[g
   for (bool with_h0 : {true, false}) {
     const Tensor x = requires_grad_(uniform({T, B, I}, -1, 1, generator));
     const Tensor h0 = requires_grad_(uniform({B, H}, -1, 1, generator));
-    std::vector<Tensor> weights = {uniform({3 * H, I}, -0.5, 0.5, generator),
-                                   uniform({3 * H, H}, -0.5, 0.5, generator),
-                                   uniform({3 * H}, -0.5, 0.5, generator),
-                                   uniform({3 * H}, -0.5, 0.5, generator)};
+    std::vector<Tensor> weights = {
+        uniform({3 * H, I}, -0.5, 0.5, generator), uniform({3 * H, H}, -0.5, 0.5, generator),
+        uniform({3 * H}, -0.5, 0.5, generator), uniform({3 * H}, -0.5, 0.5, generator)};
     for (Tensor& w : weights) requires_grad_(w);
     const Tensor upstream = uniform({T, B, H}, -1, 1, generator);  // a loss weighting every h_t
 
@@ -219,8 +218,7 @@ TEST_CASE("gru_sequence equals gru_cell step by step, values and gradients", "[g
       return result;
     };
     const Tensor h_start = with_h0 ? h0 : Tensor();
-    const Tensor fused =
-        gru_sequence(x, h_start, weights[0], weights[1], weights[2], weights[3]);
+    const Tensor fused = gru_sequence(x, h_start, weights[0], weights[1], weights[2], weights[3]);
     const std::vector<Tensor> fused_grads = gradients(fused);
 
     std::vector<Tensor> steps;
@@ -252,9 +250,9 @@ TEST_CASE("gru_sequence is one graph node and rejects mismatched shapes", "[gru]
   CHECK(std::string(grad_fn(y)->name) == "gru_sequence");
   CHECK_THROWS_WITH(gru_sequence(x, zeros({3, 5}), w_ih, w_hh, Tensor(), Tensor()),
                     Contains("gru_sequence: h0 has shape (3,5)") && Contains("(2,5)"));
-  CHECK_THROWS_WITH(gru_sequence(x, Tensor(), uniform({15, 4}, -1, 1, generator), w_hh, Tensor(),
-                                 Tensor()),
-                    Contains("gru_sequence: with x (4,2,3)") && Contains("(15,3)"));
+  CHECK_THROWS_WITH(
+      gru_sequence(x, Tensor(), uniform({15, 4}, -1, 1, generator), w_hh, Tensor(), Tensor()),
+      Contains("gru_sequence: with x (4,2,3)") && Contains("(15,3)"));
   CHECK_THROWS_WITH(gru_sequence(x, Tensor(), w_ih, w_hh, zeros({14}), Tensor()),
                     Contains("gru_sequence: bias_ih has shape (14)"));
   CHECK_THROWS_WITH(gru_sequence(select(x, 0, 0), Tensor(), w_ih, w_hh, Tensor(), Tensor()),

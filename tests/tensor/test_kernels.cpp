@@ -507,7 +507,8 @@ TEST_CASE("dropout_mask: SIMD equals scalar bit for bit", "[kernels][dropout]") 
     for (const uint32_t drop_below : {0u, 1u, 429496730u, 2147483648u, 4294967295u}) {
       for (const int64_t n : kSizes) {
         INFO("seed " << seed << ", drop below " << drop_below << ", n = " << n);
-        Values simd(static_cast<size_t>(n) + 1, real(99)), plain(static_cast<size_t>(n) + 1, real(99));
+        Values simd(static_cast<size_t>(n) + 1, real(99)),
+            plain(static_cast<size_t>(n) + 1, real(99));
         k::dropout_mask(simd.data(), n, drop_below, real(1.25), seed);
         k::scalar::dropout_mask(plain.data(), n, drop_below, real(1.25), seed);
         CHECK(simd == plain);  // the element past n untouched in both
@@ -541,5 +542,6 @@ TEST_CASE("dropout_mask drops with probability p, independently, and differs by 
   k::dropout_mask(other.data(), n, 1u << 31, real(2), 2);
   int64_t same = 0;
   for (int64_t i = 0; i < n; ++i) same += mask[i] == other[i];
-  CHECK(std::abs(double(same) - n / 2.0) < 5 * std::sqrt(n / 4.0));  // unrelated masks agree half the time
+  CHECK(std::abs(double(same) - n / 2.0) <
+        5 * std::sqrt(n / 4.0));  // unrelated masks agree half the time
 }

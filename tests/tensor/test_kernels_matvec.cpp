@@ -62,7 +62,8 @@ TEST_CASE("matvec_nt agrees with the scalar loop", "[kernels][matvec]") {
   }
 }
 
-TEST_CASE("few_rows_nt agrees with the scalar loop and sums each row as matvec_nt", "[kernels][matvec]") {
+TEST_CASE("few_rows_nt agrees with the scalar loop and sums each row as matvec_nt",
+          "[kernels][matvec]") {
   // Rows of x in pairs and a last single one (M odd), rows of w in blocks
   // and left over, K with and without a tail past the last full batch.
   Generator generator(14);
@@ -133,7 +134,8 @@ TEST_CASE("one-row matmul_forward goes through the matvec kernels", "[kernels][m
   // A few rows go to few_rows_nt when b is stored transposed (x Wᵀ).
   {
     const int64_t M = k::kFewRows, K = 40, N = 37;
-    const std::vector<real> a = random_values(M * K, generator), b = random_values(K * N, generator);
+    const std::vector<real> a = random_values(M * K, generator),
+                            b = random_values(K * N, generator);
     std::vector<real> c(M * N), direct(M * N);
     k::matmul_forward(c.data(), a.data(), k::Layout::normal, b.data(), k::Layout::transposed, M, K,
                       N);
