@@ -10,7 +10,7 @@ import os
 
 def parse(doc, *options):
     """The arguments: (flag, type, default) for each of `options`, then
-    --seed and --threads (default 1, which also sets OPENBLAS_NUM_THREADS).
+    --threads (default 1, which also sets OPENBLAS_NUM_THREADS).
     `doc` is the script's docstring; its first paragraph describes it."""
     parser = argparse.ArgumentParser(description=doc.split("\n\n", maxsplit=1)[0])
     for flag, kind, default in options:

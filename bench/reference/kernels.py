@@ -13,11 +13,9 @@ out as the attograd row names them: "(768 x 256)T" is a (768, 256) tensor
 multiplied transposed, a view, no copy.
 """
 
-import argparse
-import os
-import time
 
-from timing import median_seconds
+from arguments import parse
+from timing import median_seconds, sample_clock
 
 
 def cases():
@@ -47,14 +45,11 @@ def operand(torch, batches, rows, cols, transposed):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--threads", type=int, default=1)
-    threads = parser.parse_args().threads
-    os.environ["OPENBLAS_NUM_THREADS"] = str(threads)
-    import torch  # pylint: disable=import-outside-toplevel  (after OPENBLAS_NUM_THREADS)
+    threads = parse(__doc__).threads  # sets OPENBLAS_NUM_THREADS before torch loads
+    import torch  # pylint: disable=import-outside-toplevel
 
     torch.set_num_threads(threads)
-    clock = time.thread_time if threads == 1 else time.perf_counter
+    clock = sample_clock(threads)
     print(f"PyTorch {torch.__version__}, {threads} thread(s) (torch and OpenBLAS)")
     print(f"{'shape (layout)':<44} {'GFLOP/s':>10} {'us':>12}")
     torch.manual_seed(0)

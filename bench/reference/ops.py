@@ -16,12 +16,10 @@ What each case does is said beside it; bench/bench_ops.cpp does the same
 work through attograd's public ops.
 """
 
-import argparse
-import os
 import sys
-import time
 
-from timing import median_seconds
+from arguments import parse
+from timing import median_seconds, sample_clock
 
 
 def cases(torch):
@@ -79,15 +77,12 @@ def cases(torch):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--threads", type=int, default=1)
-    threads = parser.parse_args().threads
-    os.environ["OPENBLAS_NUM_THREADS"] = str(threads)
-    import torch  # pylint: disable=import-outside-toplevel  (after OPENBLAS_NUM_THREADS)
+    threads = parse(__doc__).threads  # sets OPENBLAS_NUM_THREADS before torch loads
+    import torch  # pylint: disable=import-outside-toplevel
 
     torch.set_num_threads(threads)
     torch.manual_seed(0)
-    clock = time.thread_time if threads == 1 else time.perf_counter
+    clock = sample_clock(threads)
     print(f"# PyTorch {torch.__version__}, {threads} thread(s)")
     for name, work in cases(torch):
         grad_mode = torch.enable_grad() if "fwd+bwd" in name or "GRUCell" in name else torch.no_grad()

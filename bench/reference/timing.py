@@ -3,6 +3,8 @@ benchmarks time: the median of 7 samples, a sample repeating the work until
 it has taken 20 ms of `clock` (this thread's CPU time on one thread, the wall
 clock on more)."""
 
+import time
+
 SAMPLES = 7
 MINIMUM_SAMPLE_SECONDS = 0.02
 
@@ -25,3 +27,9 @@ def median_seconds(work, clock):
             work()
         samples.append((clock() - start) / calls)
     return sorted(samples)[len(samples) // 2]
+
+
+def sample_clock(threads):
+    """This thread's CPU time on one thread (other processes' load does not
+    count), the wall clock on more (the workers' time would not count)."""
+    return time.thread_time if threads == 1 else time.perf_counter
