@@ -13,7 +13,6 @@ out as the attograd row names them: "(768 x 256)T" is a (768, 256) tensor
 multiplied transposed, a view, no copy.
 """
 
-
 from arguments import parse
 from timing import median_seconds, sample_clock
 

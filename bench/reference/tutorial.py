@@ -46,7 +46,9 @@ prints one JSON line with every figure.
 """
 import json
 import math
+import os
 import statistics
+import sys
 import time
 import unicodedata
 
@@ -60,10 +62,12 @@ ARGS = parse(__doc__,
              ("--seed", int, 1))
 # pylint: disable=wrong-import-position
 import torch
-from torch import nn
 from torch.nn import functional as F
 
 from attograd_random import MASK, Generator, shuffled_indices
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+from torch_bridge import AttnDecoderRNN, EncoderRNN  # pylint: disable=import-error
 
 SOS, EOS = 0, 1
 MAX_LENGTH, HIDDEN = 10, 256
@@ -153,37 +157,9 @@ def schedule(seed, iterations, pair_count, teacher_forcing=0.5):
     return plan
 
 
-# ---------------------------------------------------------------- the tutorial's model and step
-
-class EncoderRNN(nn.Module):
-    def __init__(self, input_size, hidden_size):
-        super().__init__()
-        self.embedding = nn.Embedding(input_size, hidden_size)
-        self.gru = nn.GRU(hidden_size, hidden_size)
-
-    def forward(self, word, hidden):
-        output, hidden = self.gru(self.embedding(word).view(1, 1, -1), hidden)
-        return output, hidden
-
-
-class AttnDecoderRNN(nn.Module):
-    def __init__(self, hidden_size, output_size, dropout_p=0.1, max_length=MAX_LENGTH):
-        super().__init__()
-        self.embedding = nn.Embedding(output_size, hidden_size)
-        self.attn = nn.Linear(hidden_size * 2, max_length)
-        self.attn_combine = nn.Linear(hidden_size * 2, hidden_size)
-        self.dropout = nn.Dropout(dropout_p)
-        self.gru = nn.GRU(hidden_size, hidden_size)
-        self.out = nn.Linear(hidden_size, output_size)
-
-    def forward(self, word, hidden, encoder_outputs):
-        embedded = self.dropout(self.embedding(word).view(1, 1, -1))
-        attn_weights = F.softmax(self.attn(torch.cat((embedded[0], hidden[0]), 1)), dim=1)
-        attn_applied = torch.bmm(attn_weights.unsqueeze(0), encoder_outputs.unsqueeze(0))
-        output = F.relu(self.attn_combine(torch.cat((embedded[0], attn_applied[0]), 1)).unsqueeze(0))
-        output, hidden = self.gru(output, hidden)
-        return F.log_softmax(self.out(output[0]), dim=1), hidden
-
+# ---------------------------------------------------------------- the tutorial's step
+# EncoderRNN and AttnDecoderRNN are scripts/torch_bridge.py's, the modules an
+# attograd checkpoint loads into.
 
 def train(source, target, encoder, decoder, optimizers, teacher_forcing):
     """The tutorial's train() for one pair: (loss per target word, decoder steps taken)."""
@@ -196,7 +172,7 @@ def train(source, target, encoder, decoder, optimizers, teacher_forcing):
         encoder_outputs[i] = output[0, 0]
     word, loss, steps = torch.tensor([[SOS]]), 0, 0
     for t in range(target.size(0)):
-        log_probs, hidden = decoder(word, hidden, encoder_outputs)
+        log_probs, hidden, _ = decoder(word, hidden, encoder_outputs, source.size(0))
         loss += F.nll_loss(log_probs, target[t])
         steps += 1
         if teacher_forcing:
