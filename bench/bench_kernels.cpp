@@ -52,46 +52,24 @@ using attograd::bench::openblas_matmul;
 
 namespace {
 
-constexpr int kSamples = 7;
-constexpr double kMinimumSampleSeconds = 0.02;
+using bench::kSamples;
+using bench::median;
 
 // The clock samples are timed with: this thread's CPU time, except while the
 // two-thread table runs (bench/timing.hpp says why).
-double (*clock_seconds)() = bench::thread_seconds;
+bench::Clock clock_seconds = bench::thread_seconds;
 
-// How many calls of `work` make one sample of at least kMinimumSampleSeconds.
 template <typename Work>
 int64_t calls_per_sample(Work&& work) {
-  int64_t calls = 1;
-  for (;;) {
-    const double start = clock_seconds();
-    for (int64_t i = 0; i < calls; ++i) work();
-    const double seconds = clock_seconds() - start;
-    if (seconds >= kMinimumSampleSeconds) return calls;
-    calls *= seconds < kMinimumSampleSeconds / 10 ? 10 : 2;
-  }
+  return bench::calls_per_sample(work, clock_seconds);
 }
-
-// Seconds per call, averaged over one sample of `calls` calls.
 template <typename Work>
 double sample_seconds(Work&& work, int64_t calls) {
-  const double start = clock_seconds();
-  for (int64_t i = 0; i < calls; ++i) work();
-  return (clock_seconds() - start) / double(calls);
+  return bench::sample_seconds(work, calls, clock_seconds);
 }
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
-
-// Median over kSamples of the seconds one call of `work` takes.
 template <typename Work>
 double median_seconds(Work&& work) {
-  const int64_t calls = calls_per_sample(work);
-  std::vector<double> samples;
-  for (int s = 0; s < kSamples; ++s) samples.push_back(sample_seconds(work, calls));
-  return median(samples);
+  return bench::median_seconds(work, clock_seconds);
 }
 
 // ---- 1. FMA peak ------------------------------------------------------------

@@ -43,10 +43,7 @@ int trainings = 301;  // odd, so the median is one of them (argv[1] overrides)
 constexpr int64_t kEpochs = 100;
 constexpr double kLearningRate = 0.5;
 
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
+using bench::median;
 
 // The hand-written floor. d: (N,K) squared distances (x_i − x_j)², j ≠ i;
 // v: (N,K) the matching y_j; y: (N) targets; w: (P) with P = 1 or K.

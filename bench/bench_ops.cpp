@@ -34,33 +34,9 @@ using namespace attograd;
 
 namespace {
 
-constexpr int kSamples = 7;
-constexpr double kMinimumSampleSeconds = 0.02;
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
-
-// Seconds per call of `work`: the median of kSamples samples, each long
-// enough to take kMinimumSampleSeconds of this thread's CPU time.
-double median_seconds(const std::function<void()>& work) {
-  int64_t calls = 1;
-  for (;;) {
-    const double start = bench::thread_seconds();
-    for (int64_t i = 0; i < calls; ++i) work();
-    const double seconds = bench::thread_seconds() - start;
-    if (seconds >= kMinimumSampleSeconds) break;
-    calls *= seconds < kMinimumSampleSeconds / 10 ? 10 : 2;
-  }
-  std::vector<double> samples;
-  for (int s = 0; s < kSamples; ++s) {
-    const double start = bench::thread_seconds();
-    for (int64_t i = 0; i < calls; ++i) work();
-    samples.push_back((bench::thread_seconds() - start) / double(calls));
-  }
-  return median(samples);
-}
+using bench::kSamples;
+using bench::median;
+using bench::median_seconds;
 
 struct Case {
   std::string name;  // as bench/reference/ops.py spells it
@@ -141,21 +117,12 @@ std::vector<Case> make_cases(Generator& generator) {
 }
 
 // PyTorch's microseconds per case, by name, from one run of the reference
-// script; empty when /usr/bin/python3 has no torch.
+// script; empty when it fails.
 std::map<std::string, double> run_pytorch() {
   std::map<std::string, double> times;
-  const std::string command =
-      fmt::format("/usr/bin/python3 '{}/bench/reference/ops.py' 2>/dev/null", bench::source_dir());
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return times;
-  char line[512];
-  while (std::fgets(line, sizeof line, pipe) != nullptr) {
-    const std::string text(line);
-    const size_t tab = text.find('\t');
-    if (text.empty() || text[0] == '#' || tab == std::string::npos) continue;
-    times[text.substr(0, tab)] = std::stod(text.substr(tab + 1));
+  if (const auto json = bench::run_reference("ops.py", "")) {
+    for (const auto& [name, micros] : json->items()) times[name] = micros.get<double>();
   }
-  pclose(pipe);
   return times;
 }
 

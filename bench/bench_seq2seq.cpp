@@ -62,8 +62,7 @@ double median_seconds(int64_t calls, Work&& work) {
     for (int64_t i = 0; i < calls; ++i) work();
     samples.push_back((thread_seconds() - start) / double(calls));
   }
-  std::sort(samples.begin(), samples.end());
-  return samples[samples.size() / 2];
+  return bench::median(samples);
 }
 
 // The tutorial's recipe in PyTorch (bench/reference/tutorial.py): its fixed

@@ -15,14 +15,9 @@
 #include <vector>
 
 #include "bench/pytorch.hpp"
+#include "bench/timing.hpp"
 
 namespace attograd::bench {
-
-inline double median(std::vector<double> values) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
 
 // The path of one of the example programs in the build folder.
 inline std::string example_program(const std::string& name) {

@@ -2,9 +2,10 @@
 
     /usr/bin/python3 bench/reference/ops.py [--threads N]
 
-bench_ops runs this script between its own rounds and reads its output: one
-line per case, "name<TAB>microseconds", the name spelled exactly as
-bench_ops spells it. Each figure is the median of 7 samples, a sample
+bench_ops runs this script between its own rounds and reads its last line:
+one JSON object of microseconds per case, each name spelled exactly as
+bench_ops spells it (a line per case, "name<TAB>microseconds", comes first,
+for reading). Each figure is the median of 7 samples, a sample
 repeating the work until it has taken 20 ms (this thread's CPU time on one
 thread, the wall clock on more, as bench/timing.hpp does). OpenBLAS keeps a
 thread count of its own, so OPENBLAS_NUM_THREADS is set before torch is
@@ -16,6 +17,7 @@ What each case does is said beside it; bench/bench_ops.cpp does the same
 work through attograd's public ops.
 """
 
+import json
 import sys
 
 from arguments import parse
@@ -84,12 +86,15 @@ def main():
     torch.manual_seed(0)
     clock = sample_clock(threads)
     print(f"# PyTorch {torch.__version__}, {threads} thread(s)")
+    micros = {}
     for name, work in cases(torch):
         grad_mode = torch.enable_grad() if "fwd+bwd" in name or "GRUCell" in name else torch.no_grad()
         with grad_mode:
             seconds = median_seconds(work, clock)
-        print(f"{name}\t{seconds * 1e6:.2f}")
+        micros[name] = seconds * 1e6
+        print(f"{name}\t{micros[name]:.2f}")
         sys.stdout.flush()
+    print(json.dumps(micros))
 
 
 if __name__ == "__main__":
