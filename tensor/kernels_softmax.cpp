@@ -84,28 +84,37 @@ int64_t group_rows(int64_t cols) {
 // read and y to write, a cache line per batch (`ahead`; the group's own rows
 // for the last group): that row then arrives from L3 or memory while this
 // one computes, instead of the next group's maximum pass waiting for it.
-// (softmax rows of (640, 2297) floats, 5.9 MB in and out: 358 → … µs.)
 struct Ahead {
   const real* x;
   real* y;
 };
+
+// What row r of the group starting at row r0 (count rows) asks for.
+Ahead ahead_of(const real* x, real* y, int64_t rows, int64_t cols, int64_t r0, int64_t count,
+               int64_t r) {
+  const int64_t next = r0 + count < rows ? r0 + count : r0;  // the next group, or this one
+  const int64_t row = (next + std::min(r, std::min(count, rows - next) - 1)) * cols;
+  return {x + row, y + row};
+}
 
 inline void ask_for(Ahead ahead, int64_t c) {
   __builtin_prefetch(ahead.x + c, 0);
   if (ahead.y != nullptr) __builtin_prefetch(ahead.y + c, 1);
 }
 
-// y = e^(x − shift) over one row of n ≥ 1 values, returning Σ y. The full
-// batches go two at a time (two independent chains of the exp polynomial and
-// of the sum); the last n mod W values are the batch that ends the row, its
-// lanes already counted padded with −∞ (e^−∞ = 0) so that they add nothing,
-// or, for a row shorter than W, the row padded the same way.
+// y = e^(x − shift) over one row of n ≥ 1 values, returning Σ y; with
+// Store false, only Σ y (y is not touched). The full batches go two at a time
+// (two independent chains of the exp polynomial and of the sum); the last
+// n mod W values are the batch that ends the row, its lanes already counted
+// padded with −∞ (e^−∞ = 0) so that they add nothing, or, for a row shorter
+// than W, the row padded the same way.
+template <bool Store>
 real exp_row(real* y, const real* x, real shift, int64_t n, Ahead ahead) {
   const Batch minus(shift);
   const real lowest = -std::numeric_limits<real>::infinity();
   if (n < W) {
     const Batch e = exp_nonpositive<real>(load_partial(x, n, lowest) - minus);
-    store_partial(y, e, n);
+    if (Store) store_partial(y, e, n);
     return xsimd::hadd(e);
   }
   Batch total0(real(0)), total1(real(0));
@@ -115,45 +124,25 @@ real exp_row(real* y, const real* x, real shift, int64_t n, Ahead ahead) {
     ask_for(ahead, c + W);
     const Batch e0 = exp_nonpositive<real>(load(x + c) - minus);
     const Batch e1 = exp_nonpositive<real>(load(x + c + W) - minus);
-    e0.store_unaligned(y + c);
-    e1.store_unaligned(y + c + W);
+    if (Store) {
+      e0.store_unaligned(y + c);
+      e1.store_unaligned(y + c + W);
+    }
     total0 += e0;
     total1 += e1;
   }
   if (c + W <= n) {
     const Batch e = exp_nonpositive<real>(load(x + c) - minus);
-    e.store_unaligned(y + c);
+    if (Store) e.store_unaligned(y + c);
     total0 += e;
     c += W;
   }
   if (c < n) {
-    const Batch e = exp_nonpositive<real>(tail_batch(x, n, lowest) - minus);
-    total1 += e;
+    total1 += exp_nonpositive<real>(tail_batch(x, n, lowest) - minus);
     // The whole last batch is stored: its first lanes get the values they
     // already hold, from the same inputs.
-    exp_nonpositive<real>(load(x + n - W) - minus).store_unaligned(y + n - W);
+    if (Store) exp_nonpositive<real>(load(x + n - W) - minus).store_unaligned(y + n - W);
   }
-  return xsimd::hadd(total0 + total1);
-}
-
-// Σ e^(x − shift) over one row of n ≥ 1 values, as exp_row without storing.
-real exp_sum(const real* x, real shift, int64_t n, Ahead ahead) {
-  const Batch minus(shift);
-  const real lowest = -std::numeric_limits<real>::infinity();
-  if (n < W) return xsimd::hadd(exp_nonpositive<real>(load_partial(x, n, lowest) - minus));
-  Batch total0(real(0)), total1(real(0));
-  int64_t c = 0;
-  for (; c + 2 * W <= n; c += 2 * W) {
-    ask_for(ahead, c);
-    ask_for(ahead, c + W);
-    total0 += exp_nonpositive<real>(load(x + c) - minus);
-    total1 += exp_nonpositive<real>(load(x + c + W) - minus);
-  }
-  if (c + W <= n) {
-    total0 += exp_nonpositive<real>(load(x + c) - minus);
-    c += W;
-  }
-  if (c < n) total1 += exp_nonpositive<real>(tail_batch(x, n, lowest) - minus);
   return xsimd::hadd(total0 + total1);
 }
 
@@ -182,12 +171,9 @@ void softmax_forward(real* out, const real* x, int64_t rows, int64_t cols) {
       exp_nonpositive(y, y, count * cols);
       for (int64_t r = 0; r < count; ++r) per_row[r] = sum(y + r * cols, cols);
     } else {
-      const int64_t next = r0 + count < rows ? r0 + count : r0;  // the next group, or this one
-      const int64_t ahead_rows = std::min(count, rows - next);
       for (int64_t r = 0; r < count; ++r) {
-        const int64_t row = (next + std::min(r, ahead_rows - 1)) * cols;
-        per_row[r] =
-            exp_row(y + r * cols, in + r * cols, per_row[r], cols, Ahead{x + row, out + row});
+        per_row[r] = exp_row<true>(y + r * cols, in + r * cols, per_row[r], cols,
+                                   ahead_of(x, out, rows, cols, r0, count, r));
       }
     }
     for (int64_t r = 0; r < count; ++r) {
@@ -222,7 +208,7 @@ void softmax_backward(real* dx, const real* y, const real* dy, int64_t rows, int
 }
 
 // Per group: every row's maximum, every row's log Σ e^(x − max) without
-// storing a term, then y = x − (max + log Σ) in one elementwise pass.
+// storing a term (exp_row<false>), then y = x − (max + log Σ) in one elementwise pass.
 void log_softmax_forward(real* out, const real* x, int64_t rows, int64_t cols) {
   if (cols == 0) return;
   const int64_t group = group_rows(cols);
@@ -231,11 +217,9 @@ void log_softmax_forward(real* out, const real* x, int64_t rows, int64_t cols) {
     const int64_t count = std::min(group, rows - r0);
     const real* in = x + r0 * cols;
     for (int64_t r = 0; r < count; ++r) per_row[r] = maximum(in + r * cols, cols);
-    const int64_t next = r0 + count < rows ? r0 + count : r0;  // the next group, or this one
-    const int64_t ahead_rows = std::min(count, rows - next);
     for (int64_t r = 0; r < count; ++r) {
-      const int64_t row = (next + std::min(r, ahead_rows - 1)) * cols;
-      per_row[r] += std::log(exp_sum(in + r * cols, per_row[r], cols, Ahead{x + row, out + row}));
+      per_row[r] += std::log(exp_row<false>(nullptr, in + r * cols, per_row[r], cols,
+                                            ahead_of(x, out, rows, cols, r0, count, r)));
     }
     for (int64_t r = 0; r < count; ++r) {
       const Batch log_total(per_row[r]);
