@@ -187,7 +187,6 @@ inline void store_partial(real* p, Batch value, int64_t count) {
 
 // The lanes of the batch [n − W, n) that the full batches before it did not
 // cover: the last n % W (n ≥ W, n % W ≠ 0).
-
 inline xsimd::batch_bool<real> tail_lanes(int64_t n) {
   return load(kLaneIndex.data()) >= Batch(real(W - n % W));
 }
