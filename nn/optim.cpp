@@ -342,26 +342,19 @@ Adam::Adam(std::vector<ParameterGroup> groups, const AdamOptions& options)
 // p = p − (lr / (1−β₁ᵗ)) · m / (√v / √(1−β₂ᵗ) + ε)
 // The bias corrections are folded into two scalars, as torch does. m moves
 // toward d by (1−β₁)·(d − m), torch's lerp, which is the same average.
+// kernels::adam_step runs the loop (tensor/kernels_optim.cpp).
 void Adam::update(ParameterState& state, const Tensor& gradient, double lr) {
   const double t = double(state.steps);
-  const auto step_size = real(lr / (1 - std::pow(options_.beta1(), t)));
-  const auto sqrt_correction2 = real(std::sqrt(1 - std::pow(options_.beta2(), t)));
-  const auto beta2 = real(options_.beta2());
-  const auto one_minus_beta1 = real(1 - options_.beta1());
-  const auto one_minus_beta2 = real(1 - options_.beta2());
-  const auto eps = real(options_.eps());
-  const auto weight_decay = real(options_.weight_decay());
-  real* p = state.parameter.data();
-  const real* g = gradient.data();
-  real* m = state.buffers[0].data();
-  real* v = state.buffers[1].data();
-  const int64_t n = state.parameter.numel();
-  for (int64_t i = 0; i < n; ++i) {
-    const real d = g[i] + weight_decay * p[i];
-    m[i] += one_minus_beta1 * (d - m[i]);
-    v[i] = beta2 * v[i] + one_minus_beta2 * d * d;
-    p[i] -= step_size * m[i] / (std::sqrt(v[i]) / sqrt_correction2 + eps);
-  }
+  const kernels::AdamStep step{
+      .step_size = real(lr / (1 - std::pow(options_.beta1(), t))),
+      .sqrt_correction2 = real(std::sqrt(1 - std::pow(options_.beta2(), t))),
+      .beta2 = real(options_.beta2()),
+      .one_minus_beta1 = real(1 - options_.beta1()),
+      .one_minus_beta2 = real(1 - options_.beta2()),
+      .eps = real(options_.eps()),
+      .weight_decay = real(options_.weight_decay())};
+  kernels::adam_step(state.parameter.data(), state.buffers[0].data(), state.buffers[1].data(),
+                     gradient.data(), state.parameter.numel(), step);
 }
 
 // ---- Gradient clipping -----------------------------------------------------------
@@ -383,9 +376,7 @@ double clip_grad_norm(const std::vector<Tensor>& parameters, double max_norm,
     Tensor gradient = grad(parameter);
     if (!gradient.defined()) continue;
     const Tensor values = gradient.contiguous_data();
-    for (int64_t i = 0; i < values.numel(); ++i) {
-      sum_of_squares += double(values.data()[i]) * double(values.data()[i]);
-    }
+    sum_of_squares += kernels::sum_of_squares(values.data(), values.numel());
     gradients.push_back(std::move(gradient));
   }
   const double norm = std::sqrt(sum_of_squares);

@@ -24,6 +24,21 @@ enum class Binary { add, sub, mul, div };
 // Transposed means the array holds Aᵀ, so A[i][k] = a[k*M + i].
 enum class Layout { normal, transposed };
 
+// Adam's coefficients for one step (nn::Adam forms them; adam_step below):
+//   d = g + weight_decay·p
+//   m ← m + (1 − β₁)(d − m)
+//   v ← β₂ v + (1 − β₂) d²
+//   p ← p − step_size · m / (√v / sqrt_correction2 + eps)
+struct AdamStep {
+  real step_size;         // lr / (1 − β₁ᵗ)
+  real sqrt_correction2;  // √(1 − β₂ᵗ)
+  real beta2;
+  real one_minus_beta1;
+  real one_minus_beta2;
+  real eps;
+  real weight_decay;
+};
+
 // Name of the lane width in use, e.g. "avx512bw x16 float" or "scalar".
 const char* simd_description();
 
@@ -53,6 +68,8 @@ void add_scaled_product_tn(real* c, real alpha, const real* a, const real* b, in
                            int64_t N);
 uint32_t mask_draw(uint64_t seed, uint64_t index);
 void dropout_mask(real* mask, int64_t n, uint32_t drop_below, real keep, uint64_t seed);
+void adam_step(real* p, real* m, real* v, const real* g, int64_t n, const AdamStep& step);
+double sum_of_squares(const real* x, int64_t n);
 }  // namespace scalar
 
 // out, x: (n).  out = f(x)
@@ -111,6 +128,11 @@ void add_scaled_product_tn(real* c, real alpha, const real* a, const real* b, in
 // (scalar::mask_draw; tensor/kernels_random.cpp), the same on every machine
 // and thread count. drop_below = p·2^32 drops each element with probability p.
 void dropout_mask(real* mask, int64_t n, uint32_t drop_below, real keep, uint64_t seed);
+// p, m, v, g: (n).  One Adam step (AdamStep above): p, m and v updated in place from g
+// (tensor/kernels_optim.cpp).
+void adam_step(real* p, real* m, real* v, const real* g, int64_t n, const AdamStep& step);
+// x: (n).  Σ x², summed in double (clip_grad_norm's total of millions of squares).
+double sum_of_squares(const real* x, int64_t n);
 // out: (B,N); x: (B,K); weight: (N,K), stored as a Linear layer keeps it (read
 // transposed, no copy); bias: (N) or null for none.  out = x @ weightᵀ + bias
 // (tensor/kernels_affine.cpp: matmul_forward, then the bias row added to each row)

@@ -545,3 +545,69 @@ TEST_CASE("dropout_mask drops with probability p, independently, and differs by 
   CHECK(std::abs(double(same) - n / 2.0) <
         5 * std::sqrt(n / 4.0));  // unrelated masks agree half the time
 }
+
+TEST_CASE("adam_step: SIMD equals scalar bit for bit, over several steps", "[kernels][optim]") {
+  Generator generator(11);
+  const k::AdamStep plain{.step_size = real(0.01 / (1 - 0.9)),
+                          .sqrt_correction2 = real(std::sqrt(1 - 0.999)),
+                          .beta2 = real(0.999),
+                          .one_minus_beta1 = real(0.1),
+                          .one_minus_beta2 = real(0.001),
+                          .eps = real(1e-8),
+                          .weight_decay = real(0)};
+  k::AdamStep decayed = plain;
+  decayed.weight_decay = real(0.05);
+  for (const k::AdamStep& step : {plain, decayed}) {
+    for (const int64_t n : kSizes) {
+      INFO("n = " << n << ", weight decay " << step.weight_decay);
+      // One element past n in every array, which neither version may touch.
+      Values p = draw(n + 1, -2, 2, generator), m = draw(n + 1, -0.1, 0.1, generator);
+      Values v = draw(n + 1, 0, 0.01, generator);
+      Values p_plain = p, m_plain = m, v_plain = v;
+      for (int t = 0; t < 3; ++t) {
+        const Values g = draw(n + 1, -1, 1, generator);
+        k::adam_step(p.data(), m.data(), v.data(), g.data(), n, step);
+        k::scalar::adam_step(p_plain.data(), m_plain.data(), v_plain.data(), g.data(), n, step);
+      }
+      check_equal("p", p, p_plain);
+      check_equal("m", m, m_plain);
+      check_equal("v", v, v_plain);
+    }
+  }
+}
+
+TEST_CASE("adam_step's scalar loop is Adam's update", "[kernels][optim]") {
+  // One element from zero moments: m = 0.1 d, v = 0.001 d², and with the bias
+  // corrections of step 1 the update is lr · d / (|d| + eps): lr · sign(d).
+  real p = 1, m = 0, v = 0;
+  const real g = real(0.5);
+  const k::AdamStep first{.step_size = real(0.01 / 0.1),
+                          .sqrt_correction2 = real(std::sqrt(0.001)),
+                          .beta2 = real(0.999),
+                          .one_minus_beta1 = real(0.1),
+                          .one_minus_beta2 = real(0.001),
+                          .eps = real(0),
+                          .weight_decay = real(0)};
+  k::scalar::adam_step(&p, &m, &v, &g, 1, first);
+  CHECK(m == Approx(0.05));
+  CHECK(v == Approx(0.00025));
+  CHECK(p == Approx(0.99).epsilon(1e-5));
+}
+
+TEST_CASE("sum_of_squares: SIMD equals scalar to a double sum's rounding", "[kernels][optim]") {
+  Generator generator(12);
+  for (const int64_t n : kSizes) {
+    const Values x = draw(n, -3, 3, generator);
+    const double simd = k::sum_of_squares(x.data(), n);
+    const double plain = k::scalar::sum_of_squares(x.data(), n);
+    double exact = 0;  // long double: a third value both must be near
+    long double wide = 0;
+    for (const real value : x) wide += static_cast<long double>(value) * value;
+    exact = static_cast<double>(wide);
+    INFO("n = " << n << ": simd " << simd << ", scalar " << plain << ", long double " << exact);
+    // Both add n non-negative doubles, each rounding within 2⁻⁵³ of the total.
+    const double allowed = double(n + 1) * 0x1p-52 * exact;
+    CHECK(std::abs(simd - exact) <= allowed);
+    CHECK(std::abs(plain - exact) <= allowed);
+  }
+}
