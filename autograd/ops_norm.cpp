@@ -11,7 +11,8 @@
 //
 //     dx_i = r (dx̂_i − (1/D) Σ_j dx̂_j − x̂_i (1/D) Σ_j dx̂_j x̂_j)
 //
-// So backward needs x̂ (N,D) and r (N), both saved by forward, and w.
+// So backward needs x̂ (N,D) and r (N), both saved by forward, and w. The loops
+// are kernels::layer_norm_forward and layer_norm_backward (tensor/kernels_norm.cpp).
 #include "autograd/ops_norm.hpp"
 
 #include <fmt/format.h>
@@ -21,6 +22,7 @@
 #include "autograd/engine.hpp"
 #include "autograd/op_helpers.hpp"
 #include "autograd/ops.hpp"
+#include "tensor/kernels.hpp"
 
 namespace attograd {
 
@@ -51,58 +53,6 @@ int64_t check_layer_norm(const char* op, const Tensor& x, const Shape& normalize
   return normalized_shape.numel();
 }
 
-// x: (N,D) -> y (N,D), x̂ (N,D), rstd (N); weight, bias: (D) or null.
-// Sums in double, so a row's mean does not lose the small differences a
-// float sum of D terms would.
-void layer_norm_forward(real* y, real* x_hat, real* rstd, const real* x, const real* weight,
-                        const real* bias, int64_t N, int64_t D, real eps) {
-  for (int64_t n = 0; n < N; ++n) {
-    const real* row = x + n * D;
-    double total = 0;
-    for (int64_t j = 0; j < D; ++j) total += row[j];
-    const double mu = total / static_cast<double>(D);
-    double squares = 0;
-    for (int64_t j = 0; j < D; ++j) squares += (row[j] - mu) * (row[j] - mu);
-    const double r = 1.0 / std::sqrt(squares / static_cast<double>(D) + static_cast<double>(eps));
-    rstd[n] = static_cast<real>(r);
-    for (int64_t j = 0; j < D; ++j) {
-      const real normalized = static_cast<real>((row[j] - mu) * r);
-      x_hat[n * D + j] = normalized;
-      y[n * D + j] = normalized * (weight ? weight[j] : real(1)) + (bias ? bias[j] : real(0));
-    }
-  }
-}
-
-// dy, x̂: (N,D), rstd: (N), weight: (D) or null -> dx (N,D) if non-null,
-// dweight, dbias (D) if non-null (overwritten, not accumulated).
-void layer_norm_backward(real* dx, real* dweight, real* dbias, const real* dy, const real* x_hat,
-                         const real* rstd, const real* weight, int64_t N, int64_t D) {
-  if (dweight) std::fill(dweight, dweight + D, real(0));
-  if (dbias) std::fill(dbias, dbias + D, real(0));
-  for (int64_t n = 0; n < N; ++n) {
-    const real* dy_row = dy + n * D;
-    const real* x_hat_row = x_hat + n * D;
-    for (int64_t j = 0; j < D; ++j) {
-      if (dweight) dweight[j] += dy_row[j] * x_hat_row[j];
-      if (dbias) dbias[j] += dy_row[j];
-    }
-    if (!dx) continue;
-    double sum_dx_hat = 0, sum_dx_hat_x_hat = 0;
-    for (int64_t j = 0; j < D; ++j) {
-      const double dx_hat = dy_row[j] * (weight ? weight[j] : real(1));
-      sum_dx_hat += dx_hat;
-      sum_dx_hat_x_hat += dx_hat * x_hat_row[j];
-    }
-    const double mean_dx_hat = sum_dx_hat / static_cast<double>(D);
-    const double mean_dx_hat_x_hat = sum_dx_hat_x_hat / static_cast<double>(D);
-    for (int64_t j = 0; j < D; ++j) {
-      const double dx_hat = dy_row[j] * (weight ? weight[j] : real(1));
-      dx[n * D + j] =
-          static_cast<real>(rstd[n] * (dx_hat - mean_dx_hat - x_hat_row[j] * mean_dx_hat_x_hat));
-    }
-  }
-}
-
 Tensor values_of(const Tensor& t) { return t.defined() ? detach(t).contiguous_data() : t; }
 
 }  // namespace
@@ -116,9 +66,9 @@ Tensor layer_norm(const Tensor& x_in, const Shape& normalized_shape, const Tenso
   Tensor y = Tensor::empty(x_in.shape());
   Tensor x_hat = Tensor::empty({N, D});
   Tensor rstd = Tensor::empty({N});
-  layer_norm_forward(y.data(), x_hat.data(), rstd.data(), x.data(),
-                     weight.defined() ? weight.data() : nullptr,
-                     bias.defined() ? bias.data() : nullptr, N, D, eps);
+  kernels::layer_norm_forward(y.data(), x_hat.data(), rstd.data(), x.data(),
+                              weight.defined() ? weight.data() : nullptr,
+                              bias.defined() ? bias.data() : nullptr, N, D, eps);
   const bool need_x = requires_grad(x_in);
   const bool need_weight = weight_in.defined() && requires_grad(weight_in);
   const bool need_bias = bias_in.defined() && requires_grad(bias_in);
@@ -131,7 +81,7 @@ Tensor layer_norm(const Tensor& x_in, const Shape& normalized_shape, const Tenso
                   if (need_x) dx = Tensor::empty(x_shape);
                   if (need_weight) dweight = Tensor::empty(normalized_shape);
                   if (need_bias) dbias = Tensor::empty(normalized_shape);
-                  layer_norm_backward(
+                  kernels::layer_norm_backward(
                       need_x ? dx.data() : nullptr, need_weight ? dweight.data() : nullptr,
                       need_bias ? dbias.data() : nullptr, dy.data(), x_hat.data(), rstd.data(),
                       weight.defined() ? weight.data() : nullptr, N, D);

@@ -70,6 +70,10 @@ uint32_t mask_draw(uint64_t seed, uint64_t index);
 void dropout_mask(real* mask, int64_t n, uint32_t drop_below, real keep, uint64_t seed);
 void adam_step(real* p, real* m, real* v, const real* g, int64_t n, const AdamStep& step);
 double sum_of_squares(const real* x, int64_t n);
+void layer_norm_forward(real* y, real* x_hat, real* rstd, const real* x, const real* weight,
+                        const real* bias, int64_t N, int64_t D, real eps);
+void layer_norm_backward(real* dx, real* dweight, real* dbias, const real* dy, const real* x_hat,
+                         const real* rstd, const real* weight, int64_t N, int64_t D);
 }  // namespace scalar
 
 // out, x: (n).  out = f(x)
@@ -133,6 +137,16 @@ void dropout_mask(real* mask, int64_t n, uint32_t drop_below, real keep, uint64_
 void adam_step(real* p, real* m, real* v, const real* g, int64_t n, const AdamStep& step);
 // x: (n).  Σ x², summed in double (clip_grad_norm's total of millions of squares).
 double sum_of_squares(const real* x, int64_t n);
+// x: (N,D) -> y (N,D), x̂ (N,D), rstd (N); weight, bias: (D) or null for none.
+//   μ = mean of a row, r = 1/√(σ² + eps), x̂ = (x − μ)·r, y = x̂·w + b
+// (μ and σ² summed in double; tensor/kernels_norm.cpp, autograd/ops_norm.cpp's layer_norm)
+void layer_norm_forward(real* y, real* x_hat, real* rstd, const real* x, const real* weight,
+                        const real* bias, int64_t N, int64_t D, real eps);
+// dy, x̂: (N,D), rstd: (N), weight: (D) or null -> dx (N,D), dweight, dbias (D), each
+// skipped when null and overwritten, not accumulated:
+//   dx = r (dx̂ − mean dx̂ − x̂ · mean(dx̂ ⊙ x̂)) with dx̂ = dy ⊙ w;  dw = Σ_rows dy ⊙ x̂;  db = Σ_rows dy
+void layer_norm_backward(real* dx, real* dweight, real* dbias, const real* dy, const real* x_hat,
+                         const real* rstd, const real* weight, int64_t N, int64_t D);
 // out: (B,N); x: (B,K); weight: (N,K), stored as a Linear layer keeps it (read
 // transposed, no copy); bias: (N) or null for none.  out = x @ weightᵀ + bias
 // (tensor/kernels_affine.cpp: matmul_forward, then the bias row added to each row)

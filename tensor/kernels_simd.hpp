@@ -13,6 +13,9 @@
 //   kernels_matmul.cpp       matmul (NN, NT, TN), add_scaled_product_tn, bmm
 //   kernels_matvec.cpp       products with one row: matvec_nt, vecmat
 //   kernels_gru.cpp          the fused GRU gates
+//   kernels_norm.cpp         layer_norm, forward and backward
+//   kernels_optim.cpp        Adam's step, Σ x² in double
+//   kernels_random.cpp       dropout masks
 //
 // each with its scalar specification (`kernels::scalar::`) at the top and a
 // forwarding line per kernel for builds without SIMD at the end.

@@ -611,3 +611,61 @@ TEST_CASE("sum_of_squares: SIMD equals scalar to a double sum's rounding", "[ker
     CHECK(std::abs(plain - exact) <= allowed);
   }
 }
+
+TEST_CASE("layer_norm kernels: SIMD equals scalar, forward and backward", "[kernels][layer_norm]") {
+  // μ, σ² and the backward's two sums are double sums of D terms in another
+  // order, so they agree to D·2⁻⁵³ relative. In float every output is one
+  // rounding of real from doubles that close: at most one ulp of float apart,
+  // or near 0 an absolute error of that size (x − μ subtracts terms of order
+  // 1, the scale of every value here). In double the outputs carry that error itself: 1000
+  // ulp of double covers D up to 1000. dweight and dbias add the rows in the
+  // same order with the same FMAs: equal.
+  Generator generator(13);
+  const double ulp = sizeof(real) == 4 ? 0x1p-23 : 1000 * 0x1p-52;
+  auto within_one_rounding = [&](const Values& reference) {
+    return [&reference, ulp](size_t i) { return ulp * (std::abs(double(reference[i])) + 1); };
+  };
+  for (const int64_t N : {1, 3, 5}) {
+    for (const int64_t D : {1, 2, 7, 8, 9, 15, 16, 17, 32, 49, 1000}) {
+      for (const bool affine : {true, false}) {
+        INFO("N = " << N << ", D = " << D << (affine ? ", with weight and bias" : ", no weight"));
+        const Values x = draw(N * D, -3, 3, generator), dy = draw(N * D, -1, 1, generator);
+        const Values weight = draw(D, 0.5, 1.5, generator), bias = draw(D, -1, 1, generator);
+        const real* w = affine ? weight.data() : nullptr;
+        const real* b = affine ? bias.data() : nullptr;
+        Values y(N * D), hat(N * D), rstd(N), y_plain(N * D), hat_plain(N * D), rstd_plain(N);
+        k::layer_norm_forward(y.data(), hat.data(), rstd.data(), x.data(), w, b, N, D, real(1e-5));
+        k::scalar::layer_norm_forward(y_plain.data(), hat_plain.data(), rstd_plain.data(), x.data(),
+                                      w, b, N, D, real(1e-5));
+        check_close("y", y, y_plain, within_one_rounding(y_plain));
+        check_close("x_hat", hat, hat_plain, within_one_rounding(hat_plain));
+        check_close("rstd", rstd, rstd_plain, within_one_rounding(rstd_plain));
+
+        Values dx(N * D), dweight(D, 7), dbias(D, 7), dx_plain(N * D), dweight_plain(D, 9),
+            dbias_plain(D, 9);
+        k::layer_norm_backward(dx.data(), dweight.data(), dbias.data(), dy.data(), hat_plain.data(),
+                               rstd_plain.data(), w, N, D);
+        k::scalar::layer_norm_backward(dx_plain.data(), dweight_plain.data(), dbias_plain.data(),
+                                       dy.data(), hat_plain.data(), rstd_plain.data(), w, N, D);
+        check_close("dx", dx, dx_plain, within_one_rounding(dx_plain));
+        check_equal("dweight", dweight, dweight_plain);
+        check_equal("dbias", dbias, dbias_plain);
+      }
+    }
+  }
+}
+
+TEST_CASE("layer_norm's scalar forward normalises each row", "[kernels][layer_norm]") {
+  // The row (1, 2, 3, 6): μ = 3, σ² = (4 + 1 + 0 + 9)/4 = 3.5.
+  const Values x = {1, 2, 3, 6};
+  const Values weight = {1, 2, 1, 1}, bias = {0, 0, 10, 0};
+  Values y(4), hat(4), rstd(1);
+  k::scalar::layer_norm_forward(y.data(), hat.data(), rstd.data(), x.data(), weight.data(),
+                                bias.data(), 1, 4, real(0.5));
+  const double r = 1 / std::sqrt(3.5 + 0.5);  // 0.5
+  CHECK(rstd[0] == Approx(r));
+  CHECK(hat[0] == Approx(-2 * r));
+  CHECK(y[1] == Approx(2 * (-1 * r)));
+  CHECK(y[2] == Approx(10));
+  CHECK(y[3] == Approx(3 * r));
+}
