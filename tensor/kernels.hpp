@@ -24,7 +24,7 @@ enum class Binary { add, sub, mul, div };
 // Transposed means the array holds Aᵀ, so A[i][k] = a[k*M + i].
 enum class Layout { normal, transposed };
 
-// Adam's coefficients for one step (nn::Adam forms them; adam_step below):
+// Adam's coefficients for one step t (adam_step below):
 //   d = g + weight_decay·p
 //   m ← m + (1 − β₁)(d − m)
 //   v ← β₂ v + (1 − β₂) d²
@@ -135,11 +135,11 @@ void dropout_mask(real* mask, int64_t n, uint32_t drop_below, real keep, uint64_
 // p, m, v, g: (n).  One Adam step (AdamStep above): p, m and v updated in place from g
 // (tensor/kernels_optim.cpp).
 void adam_step(real* p, real* m, real* v, const real* g, int64_t n, const AdamStep& step);
-// x: (n).  Σ x², summed in double (clip_grad_norm's total of millions of squares).
+// x: (n).  Σ x², summed in double (a gradient norm's total of millions of squares).
 double sum_of_squares(const real* x, int64_t n);
 // x: (N,D) -> y (N,D), x̂ (N,D), rstd (N); weight, bias: (D) or null for none.
 //   μ = mean of a row, r = 1/√(σ² + eps), x̂ = (x − μ)·r, y = x̂·w + b
-// (μ and σ² summed in double; tensor/kernels_norm.cpp, autograd/ops_norm.cpp's layer_norm)
+// (μ and σ² summed in double; tensor/kernels_norm.cpp)
 void layer_norm_forward(real* y, real* x_hat, real* rstd, const real* x, const real* weight,
                         const real* bias, int64_t N, int64_t D, real eps);
 // dy, x̂: (N,D), rstd: (N), weight: (D) or null -> dx (N,D), dweight, dbias (D), each

@@ -1,6 +1,9 @@
-// tensor/kernels_norm.cpp — layer normalisation's loops (the layer_norm op in
-// autograd/ops_norm.cpp says the maths): the scalar specification first, then
-// the xsimd version.
+// tensor/kernels_norm.cpp — layer normalisation's loops: the scalar
+// specification first, then the xsimd version. Per row of D values, with
+// r = 1/√(σ² + eps):
+//   forward   x̂ = (x − μ)·r,  y = x̂ ⊙ w + b
+//   backward  dx̂ = dy ⊙ w,  dx = r (dx̂ − mean dx̂ − x̂ · mean(dx̂ ⊙ x̂)),
+//             dw = Σ_rows dy ⊙ x̂,  db = Σ_rows dy
 //
 // A row's mean and variance are summed in double, so that a row's mean does
 // not lose the small differences a float sum of D terms would; every value

@@ -1,5 +1,5 @@
-// tensor/kernels_optim.cpp — the loops of the optimisers and of gradient
-// clipping: Adam's step over one parameter, and Σ x² in double. The scalar
+// tensor/kernels_optim.cpp — the loops of training's update: Adam's step over
+// one parameter, and Σ x² in double for a gradient norm. The scalar
 // specification first, then the xsimd version.
 //
 // Adam's step rounds the same operations in the same order in both versions
@@ -7,8 +7,7 @@
 // compiler cannot contract one version and not the other), and square root
 // and division round correctly in every lane: the two agree bit for bit.
 // Σ x² adds in a different order (two batches of double accumulators, then
-// their lanes)
-// and agrees to the rounding of a double sum.
+// their lanes) and agrees to the rounding of a double sum.
 #include <cmath>
 
 #include "tensor/kernels.hpp"
