@@ -240,28 +240,6 @@ void map(real* out, int64_t n, F&& f, const real* a, const real* b = nullptr,
   return total;
 }
 
-// max of x[i] for i < n (−∞ for n = 0), with four independent maxima so that
-// a long row is not one chain of max latencies.
-inline real maximum(const real* x, int64_t n) {
-  const real lowest = -std::numeric_limits<real>::infinity();
-  Batch best(lowest), best1(lowest), best2(lowest), best3(lowest);
-  int64_t i = 0;
-  for (; i + 4 * W <= n; i += 4 * W) {
-    best = xsimd::max(best, load(x + i));
-    best1 = xsimd::max(best1, load(x + i + W));
-    best2 = xsimd::max(best2, load(x + i + 2 * W));
-    best3 = xsimd::max(best3, load(x + i + 3 * W));
-  }
-  for (; i + W <= n; i += W) best = xsimd::max(best, load(x + i));
-  best = xsimd::max(xsimd::max(best, best1), xsimd::max(best2, best3));
-  if (i < n) best = xsimd::max(best, tail_batch(x, n, lowest));
-  alignas(64) std::array<real, W> lanes;
-  best.store_aligned(lanes.data());
-  real largest = lanes[0];  // std::max compiles to maxss: no branch to mispredict
-  for (int64_t i = 1; i < W; ++i) largest = std::max(largest, lanes[i]);
-  return largest;
-}
-
 // Σ a[i] · b[i] for i < n.
 [[gnu::always_inline]] inline real dot(const real* a, const real* b, int64_t n) {
   Batch acc0(real(0)), acc1(real(0));
@@ -375,6 +353,27 @@ Batch pair_sums(Batch a, Batch b, std::index_sequence<I...>) {
   return a.get(0);
 }
 
+// The largest lane. Max does not depend on the order, so each round takes
+// the max of the batch and itself with lanes i and i XOR h swapped (h = W/2,
+// …, 1): one shuffle a round, the narrow ones within 128-bit lanes. (NaN
+// lanes may or may not win; the softmax rows that use it turn any NaN into
+// NaN outputs.)
+template <int64_t H, size_t... I>
+Batch swap_lanes(Batch a, std::index_sequence<I...>) {
+  using Register = typename Batch::register_type;
+  const Register x = a;
+  return Batch(Register(__builtin_shufflevector(x, x, (I ^ H)...)));
+}
+
+template <int64_t H = W / 2>
+[[gnu::always_inline]] inline real reduce_max(Batch a) {
+  if constexpr (H == 0) {
+    return a.get(0);
+  } else {
+    return reduce_max<H / 2>(xsimd::max(a, swap_lanes<H>(a, std::make_index_sequence<W>{})));
+  }
+}
+
 // sums[r] = the sum of acc[r]'s lanes, for r < W. (Unrolled, so that the
 // batches stay in registers.)
 [[gnu::always_inline]] inline void horizontal_sums(const std::array<Batch, W>& batches,
@@ -403,10 +402,36 @@ inline real reduce_sum(Batch a) {
   return lanes[0];
 }
 
+inline real reduce_max(Batch a) {
+  alignas(64) std::array<real, W> lanes;
+  a.store_aligned(lanes.data());
+  real largest = lanes[0];
+  for (int64_t i = 1; i < W; ++i) largest = std::max(largest, lanes[i]);
+  return largest;
+}
+
 inline void horizontal_sums(const std::array<Batch, W>& acc, real* sums) {
   for (int64_t r = 0; r < W; ++r) sums[r] = reduce_sum(acc[r]);
 }
 #endif
+
+// max of x[i] for i < n (−∞ for n = 0), with four independent maxima so that
+// a long row is not one chain of max latencies.
+inline real maximum(const real* x, int64_t n) {
+  const real lowest = -std::numeric_limits<real>::infinity();
+  Batch best(lowest), best1(lowest), best2(lowest), best3(lowest);
+  int64_t i = 0;
+  for (; i + 4 * W <= n; i += 4 * W) {
+    best = xsimd::max(best, load(x + i));
+    best1 = xsimd::max(best1, load(x + i + W));
+    best2 = xsimd::max(best2, load(x + i + 2 * W));
+    best3 = xsimd::max(best3, load(x + i + 3 * W));
+  }
+  for (; i + W <= n; i += W) best = xsimd::max(best, load(x + i));
+  best = xsimd::max(xsimd::max(best, best1), xsimd::max(best2, best3));
+  if (i < n) best = xsimd::max(best, tail_batch(x, n, lowest));
+  return reduce_max(best);
+}
 
 #endif  // ATTOGRAD_USE_SIMD
 

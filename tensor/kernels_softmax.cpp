@@ -146,14 +146,44 @@ real exp_row(real* y, const real* x, real shift, int64_t n, Ahead ahead) {
   return xsimd::hadd(total0 + total1);
 }
 
+// Rows of at most W values (attention over a few keys, a masked softmax's
+// valid prefix): a row is one batch, loaded once (padded with −∞, whose e^x
+// is 0), and its maximum, e^x, Σ and result are formed in registers before
+// the one store. Rows are independent, so one row's reductions overlap the
+// next one's. `Log`: log_softmax's x − max − log Σ; otherwise softmax's
+// e^(x − max)/Σ.
+template <bool Log>
+void one_batch_rows(real* out, const real* x, int64_t rows, int64_t cols) {
+  const real lowest = -std::numeric_limits<real>::infinity();
+  const FirstLanes lanes(cols == W ? 0 : cols);
+  auto read = [&](const real* p) { return cols == W ? load(p) : lanes.read(p, lowest); };
+  for (int64_t r = 0; r < rows; ++r) {
+    const Batch v = read(x + r * cols);
+    const Batch shifted = v - Batch(reduce_max(v));
+    const Batch e = exp_nonpositive<real>(shifted);
+    const Batch result =
+        Log ? shifted - Batch(std::log(reduce_sum(e))) : e * Batch(real(1) / reduce_sum(e));
+    if (cols == W) {
+      result.store_unaligned(out + r * cols);
+    } else {
+      lanes.write(out + r * cols, result);
+    }
+  }
+}
+
 // Per group: every row's maximum; then, for long rows, y = e^(x − max) with
 // its Σ in one pass per row, and for short ones (under 4W values: attention
 // over a few dozen keys) y = x − max row by row and one e^x over the whole
 // group, so that the group's rows share one ragged tail instead of paying one
 // each (50 rows of 49: 154 batches of e^x instead of 200), then the sums;
-// then each row scaled by 1/Σ (in L1 by then).
+// then each row scaled by 1/Σ (in L1 by then). Rows of at most W values are
+// one_batch_rows'.
 void softmax_forward(real* out, const real* x, int64_t rows, int64_t cols) {
   if (cols == 0) return;
+  if (cols <= W) {
+    one_batch_rows<false>(out, x, rows, cols);
+    return;
+  }
   const int64_t group = group_rows(cols);
   const bool short_rows = cols < 4 * W;
   std::array<real, kRowGroup> per_row;
@@ -211,6 +241,10 @@ void softmax_backward(real* dx, const real* y, const real* dy, int64_t rows, int
 // storing a term (exp_row<false>), then y = x − (max + log Σ) in one elementwise pass.
 void log_softmax_forward(real* out, const real* x, int64_t rows, int64_t cols) {
   if (cols == 0) return;
+  if (cols <= W) {
+    one_batch_rows<true>(out, x, rows, cols);
+    return;
+  }
   const int64_t group = group_rows(cols);
   std::array<real, kRowGroup> per_row;
   for (int64_t r0 = 0; r0 < rows; r0 += group) {
