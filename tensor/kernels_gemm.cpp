@@ -383,6 +383,47 @@ void gemm_blocks(real* c, int64_t ldc, MatrixRef a, MatrixRef b, int64_t M, int6
 
 }  // namespace
 
+// ---- Products one vector wide and short along k ------------------------------
+// c = a @ b for N ≤ W and K ≤ kSmallK: a bmm's many tiny products, such as
+// attention's (10,8) @ (8,10) per head. Blocking and packing cost more than
+// such a product; here each row of c is one batch, summed along k by one FMA
+// per k from zero — exactly the sum a micro-tile forms within one K block,
+// and the specification's — with b's rows read in place or, when b is
+// stored transposed, copied once into a K × W block on the stack. False when
+// the product is not of that kind, or a test has fixed the packing rules
+// (set_gemm_in_place_limit), so that those run as the test asks.
+constexpr int64_t kSmallK = 64;
+
+bool small_product(real* c, int64_t ldc, MatrixRef a, MatrixRef b, int64_t M, int64_t K,
+                   int64_t N) {
+  if (N > W || K > std::min(kSmallK, blocks().kc) || in_place_limit.load() >= 0) return false;
+  alignas(64) std::array<real, kSmallK * W> copy;
+  const real* rows = b.data;
+  int64_t step = b.ld;
+  if (b.layout == Layout::transposed) {
+    for (int64_t k = 0; k < K; ++k) {
+      for (int64_t j = 0; j < N; ++j) copy[k * W + j] = b.data[j * b.ld + k];
+    }
+    rows = copy.data();
+    step = W;
+  }
+  const bool full = N == W;
+  const FirstLanes lanes(full ? 0 : N);
+  for (int64_t i = 0; i < M; ++i) {
+    Batch acc(real(0));
+    for (int64_t k = 0; k < K; ++k) {
+      const real* row = rows + k * step;
+      acc = simd::fma(Batch(a.at(i, k)), full ? load(row) : lanes.read(row), acc);
+    }
+    if (full) {
+      acc.store_unaligned(c + i * ldc);
+    } else {
+      lanes.write(c + i * ldc, acc);
+    }
+  }
+  return true;
+}
+
 void gemm_serial(real* c, int64_t ldc, MatrixRef a, MatrixRef b, int64_t M, int64_t K, int64_t N,
                  GemmInto into) {
   if (M == 0 || N == 0) return;
@@ -391,6 +432,7 @@ void gemm_serial(real* c, int64_t ldc, MatrixRef a, MatrixRef b, int64_t M, int6
       for (int64_t i = 0; i < M; ++i) std::fill_n(c + i * ldc, N, real(0));
       return;
     }
+    if (small_product(c, ldc, a, b, M, K, N)) return;
     gemm_blocks(c, ldc, a, b, M, K, N);
     return;
   }

@@ -238,6 +238,22 @@ TEST_CASE("gemm equals its specification at the kernel sizes and past the cache 
       generator);
 }
 
+TEST_CASE("gemm equals its specification either side of the small-product limits",
+          "[kernels][gemm]") {
+  // Products at most one vector wide and at most 64 long along k are summed
+  // row by row without packing (tensor/kernels_gemm.cpp, small_product);
+  // one wider or longer goes through the blocks.
+  Generator generator(25);
+  std::vector<Sizes> shapes;
+  for (int64_t M : {1, 2, 10, 33}) {
+    for (int64_t K : {1, 8, 63, 64, 65}) {
+      for (int64_t N : {2, 10, 15, 16, 17}) shapes.push_back({M, K, N});
+    }
+  }
+  check_all_layouts(shapes, 0, generator);
+  check_all_layouts({{10, 8, 10}, {4, 64, 16}}, 5, generator);  // strided
+}
+
 TEST_CASE("gemm gives the same bits on one thread and on two", "[kernels][gemm][parallel]") {
   Generator generator(24);
   // N ≥ M splits column panels, M > N whole row tiles; partial last shares.
