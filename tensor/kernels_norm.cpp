@@ -189,7 +189,7 @@ void layer_norm_backward(real* dx, real* dweight, real* dbias, const real* dy, c
     const double mean_dx_hat = sum_dx_hat / static_cast<double>(D);
     const double mean_dx_hat_x_hat = sum_dx_hat_x_hat / static_cast<double>(D);
     const Double mean_lanes(mean_dx_hat), mean_x_hat_lanes(mean_dx_hat_x_hat);
-    const Double r_lanes(double(rstd[n]));
+    const Double r_lanes(static_cast<double>(rstd[n]));
     real* dx_row = dx + n * D;
     for (int64_t j = 0; j < full; j += WD) {
       const Double d = dx_hat_at(j);
