@@ -72,8 +72,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   Tensor y = y3.as_strided({a.shape()[0], b.shape()[1]},
                            contiguous_strides({a.shape()[0], b.shape()[1]}), 0);
   return record("matmul", y, {a, b},
-                [a = detach(a), b = detach(b), need_a = requires_grad(a),
-                 need_b = requires_grad(b)](const Tensor& dy) {
+                [a, b, need_a = requires_grad(a), need_b = requires_grad(b)](const Tensor& dy) {
                   Tensor db;
                   if (need_b) {
                     const bool b_transposed = b.strides()[0] == 1 && b.strides()[1] == b.shape()[0];
@@ -98,8 +97,7 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
         b.shape(), a.shape()[2], b.shape()[1]);
   Tensor y = batched_product(a, b);
   return record("bmm", y, {a, b},
-                [a = detach(a), b = detach(b), need_a = requires_grad(a),
-                 need_b = requires_grad(b)](const Tensor& dy) {
+                [a, b, need_a = requires_grad(a), need_b = requires_grad(b)](const Tensor& dy) {
                   return Gradients{need_a ? bmm(dy, transpose(b, 1, 2)) : Tensor(),
                                    need_b ? bmm(transpose(a, 1, 2), dy) : Tensor()};
                 });
