@@ -214,11 +214,82 @@ void softmax_forward(real* out, const real* x, int64_t rows, int64_t cols) {
   }
 }
 
-// dx = y ⊙ (dy − Σ dy ⊙ y) row by row, in groups: the group's dot products
+// Rows of at most kRegisterBatches batches, for softmax_backward: a row of
+// B batches is loaded once into registers (the last batch padded with 0),
+// and Σ dy ⊙ y and dx are formed there before the one store. (The forward
+// keeps its group passes for rows of more than one batch: its cost is the
+// e^x polynomial, and packing a group's rows end to end needs fewer batches
+// of it than rows padded to whole batches.)
+constexpr int64_t kRegisterBatches = 4;
+
+template <int64_t B>
+struct RegisterRow {
+  std::array<Batch, B> v;
+
+  // The full batches at p, then the last n − (B−1)·W values (1 … W of them)
+  // through `last` (a plain load when `last_full`).
+  RegisterRow(const real* p, const FirstLanes& last, bool last_full) {
+    for (int64_t b = 0; b + 1 < B; ++b) v[b] = load(p + b * W);
+    v[B - 1] = last_full ? load(p + (B - 1) * W) : last.read(p + (B - 1) * W, 0);
+  }
+
+  void store(real* p, const FirstLanes& last, bool last_full) const {
+    for (int64_t b = 0; b + 1 < B; ++b) v[b].store_unaligned(p + b * W);
+    if (last_full) {
+      v[B - 1].store_unaligned(p + (B - 1) * W);
+    } else {
+      last.write(p + (B - 1) * W, v[B - 1]);
+    }
+  }
+};
+
+// dx = y ⊙ (dy − Σ dy ⊙ y) for rows of B batches, in registers. The batches
+// of products are added as a pairwise tree and its lanes by xsimd::hadd, as
+// dot() adds them, so a row of one batch gets exactly dot()'s Σ.
+template <int64_t B>
+void register_rows_backward(real* dx, const real* y, const real* dy, int64_t rows, int64_t cols) {
+  const int64_t last_count = cols - (B - 1) * W;  // 1 … W
+  const bool last_full = last_count == W;
+  const FirstLanes last(last_full ? 0 : last_count);
+  for (int64_t r = 0; r < rows; ++r) {
+    RegisterRow<B> out(y + r * cols, last, last_full);
+    const RegisterRow<B> g(dy + r * cols, last, last_full);
+    std::array<Batch, B> products;
+    for (int64_t b = 0; b < B; ++b) products[b] = out.v[b] * g.v[b];
+    Batch partial = products[0];
+    if constexpr (B == 2) partial = products[0] + products[1];
+    if constexpr (B == 3) partial = (products[0] + products[1]) + products[2];
+    if constexpr (B == 4) partial = (products[0] + products[1]) + (products[2] + products[3]);
+    const Batch inner(xsimd::hadd(partial));
+    for (int64_t b = 0; b < B; ++b) out.v[b] = out.v[b] * (g.v[b] - inner);
+    out.store(dx + r * cols, last, last_full);
+  }
+}
+
+// dx = y ⊙ (dy − Σ dy ⊙ y) row by row: rows of up to kRegisterBatches
+// batches in registers; longer ones in groups, the group's dot products
 // first, which are independent short reductions that overlap, then the
 // elementwise pass of each row.
 void softmax_backward(real* dx, const real* y, const real* dy, int64_t rows, int64_t cols) {
-  if (cols == 0) return;
+  static_assert(kRegisterBatches == 4, "one case per number of batches below");
+  switch ((cols + W - 1) / W) {
+    case 0:
+      return;
+    case 1:
+      register_rows_backward<1>(dx, y, dy, rows, cols);
+      return;
+    case 2:
+      register_rows_backward<2>(dx, y, dy, rows, cols);
+      return;
+    case 3:
+      register_rows_backward<3>(dx, y, dy, rows, cols);
+      return;
+    case 4:
+      register_rows_backward<4>(dx, y, dy, rows, cols);
+      return;
+    default:
+      break;
+  }
   const int64_t group = group_rows(2 * cols);  // two inputs per row
   std::array<real, kRowGroup> inner;
   for (int64_t r0 = 0; r0 < rows; r0 += group) {
