@@ -76,35 +76,6 @@ void layer_norm_backward(real* dx, real* dweight, real* dbias, const real* dy, c
 
 using namespace simd;
 
-namespace {
-
-using Double = xsimd::batch<double>;
-constexpr int64_t WD = static_cast<int64_t>(Double::size);
-
-// Values [j, j + WD) of a row as doubles.
-inline Double wide(const real* p) {
-  if constexpr (std::is_same_v<real, double>) {
-    return Double::load_unaligned(p);
-  } else {
-    alignas(64) double values[WD];
-    for (int64_t i = 0; i < WD; ++i) values[i] = double(p[i]);
-    return Double::load_aligned(values);
-  }
-}
-
-// Doubles rounded to real, stored at p.
-inline void store_narrow(real* p, Double values) {
-  if constexpr (std::is_same_v<real, double>) {
-    values.store_unaligned(p);
-  } else {
-    alignas(64) double buffer[WD];
-    values.store_aligned(buffer);
-    for (int64_t i = 0; i < WD; ++i) p[i] = static_cast<real>(buffer[i]);
-  }
-}
-
-}  // namespace
-
 // Per row: Σx and Σ(x − μ)² over the full double batches, the last D mod WD
 // values one at a time (added to the batch sums, not mixed into their lanes);
 // x̂ formed in double a batch at a time, and y = x̂·w + b in real.

@@ -59,26 +59,18 @@ void adam_step(real* p, real* m, real* v, const real* g, int64_t n, const AdamSt
   scalar::adam_step(p + i, m + i, v + i, g + i, n - i, step);
 }
 
-// Two chains of double accumulators. A float batch is widened to two double
-// batches (through a buffer the compiler turns into conversions); a double
-// build squares its own lanes.
-template <typename T>
-double squares(const T* x, int64_t n) {
-  using Double = xsimd::batch<double>;
-  constexpr int64_t D = static_cast<int64_t>(Double::size);
+// Two chains of double accumulators, each fed one batch of doubles (wide())
+// per step.
+double sum_of_squares(const real* x, int64_t n) {
   Double total0(0.0), total1(0.0);
   int64_t i = 0;
-  for (; i + 2 * D <= n; i += 2 * D) {
-    alignas(64) double wide[2 * D];
-    for (int64_t j = 0; j < 2 * D; ++j) wide[j] = double(x[i + j]);
-    const Double low = Double::load_aligned(wide), high = Double::load_aligned(wide + D);
+  for (; i + 2 * WD <= n; i += 2 * WD) {
+    const Double low = wide(x + i), high = wide(x + i + WD);
     total0 = simd::fma(low, low, total0);
     total1 = simd::fma(high, high, total1);
   }
   return xsimd::hadd(total0 + total1) + scalar::sum_of_squares(x + i, n - i);
 }
-
-double sum_of_squares(const real* x, int64_t n) { return squares(x, n); }
 
 #else  // ATTOGRAD_USE_SIMD off: the library runs the reference loops.
 

@@ -69,6 +69,36 @@ inline constexpr int64_t W = static_cast<int64_t>(Batch::size);
 
 inline Batch load(const real* p) { return Batch::load_unaligned(p); }
 
+// ---- Sums in double -----------------------------------------------------------
+// Kernels that sum in double whatever real is (layer_norm's row statistics,
+// clip_grad_norm's Σ g²) read reals WD at a time as doubles and write doubles
+// back rounded to real. In a float build the widening goes through a buffer,
+// which the compiler turns into conversions.
+using Double = xsimd::batch<double>;
+inline constexpr int64_t WD = static_cast<int64_t>(Double::size);
+
+// The WD values at p as doubles.
+inline Double wide(const real* p) {
+  if constexpr (std::is_same_v<real, double>) {
+    return Double::load_unaligned(p);
+  } else {
+    alignas(64) double values[WD];
+    for (int64_t i = 0; i < WD; ++i) values[i] = double(p[i]);
+    return Double::load_aligned(values);
+  }
+}
+
+// WD doubles rounded to real, stored at p.
+inline void store_narrow(real* p, Double values) {
+  if constexpr (std::is_same_v<real, double>) {
+    values.store_unaligned(p);
+  } else {
+    alignas(64) double buffer[WD];
+    values.store_aligned(buffer);
+    for (int64_t i = 0; i < WD; ++i) p[i] = static_cast<real>(buffer[i]);
+  }
+}
+
 inline Batch sigmoid(Batch x) { return Batch(real(1)) / (Batch(real(1)) + xsimd::exp(-x)); }
 
 // ---- Ragged tails ---------------------------------------------------------
