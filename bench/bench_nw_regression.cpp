@@ -1,8 +1,8 @@
 // bench/bench_nw_regression.cpp — how long do 100 epochs of the learned
 // Nadaraya–Watson attention pooling (models/nw_regression.hpp) take?
 //
-//   ./build/bench/bench_nw_regression [trainings]   (the float library, one core;
-//                                                    default 301 trainings)
+//   ./build/bench/bench_nw_regression [trainings] [--rounds R]
+//     (the float library, one core; default 301 trainings, 3 rounds)
 //
 // One training is nw_regression::train on the seed-0 data set (50 pairs, so
 // 50 queries × 49 keys), from the same initial w every time: 100 epochs of
@@ -16,14 +16,18 @@
 // cost if it had no overhead at all. The hand loop's final w is printed next
 // to attograd's, so a wrong floor shows. When /usr/bin/python3 has torch,
 // the same training in PyTorch (bench/reference/nw.py, the same data and
-// starting w) is timed after attograd's and the ratio printed. Timings are
-// for reading, never for pass/fail: the tests check correctness only.
+// starting w) is timed too, alternately: a round is `trainings` trainings of
+// attograd, then as many of PyTorch, and each side's figure is the median of
+// its rounds' medians, so a slow spell of a shared machine falls on both
+// sides rather than on one. Timings are for reading, never for pass/fail: the
+// tests check correctness only.
 #include <fmt/core.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <ctime>
+#include <string>
 #include <vector>
 
 #include "attograd.hpp"
@@ -40,6 +44,7 @@ using attograd::bench::thread_seconds;
 namespace {
 
 int trainings = 301;  // odd, so the median is one of them (argv[1] overrides)
+int rounds = 3;       // --rounds
 constexpr int64_t kEpochs = 100;
 constexpr double kLearningRate = 0.5;
 
@@ -118,39 +123,67 @@ void run(WeightShape shape) {
     hand.y = data.y_train.to_vector();
   }
 
-  std::vector<double> attograd_ms, reference_ms, hand_ms;
+  // One round: `trainings` trainings of attograd's fast path, of its
+  // reference path and of the hand loop, interleaved; attograd's median.
+  std::vector<double> reference_ms, hand_ms;
   double attograd_loss = 0, hand_loss = 0;
   std::vector<real> attograd_w;
-  for (int t = 0; t < trainings; ++t) {
-    {
-      NoGradGuard no_grad;
-      model.w.copy_from(w_start);
-    }
-    zero_grad(model.w);
-    const TrainResult result =
-        train(model, data.x_train, data.y_train, TrainOptions().epochs(kEpochs).lr(kLearningRate));
-    attograd_ms.push_back(result.compute_ms);
-    attograd_loss = result.losses.back();
-    attograd_w = model.w.to_vector();
-
-    {  // the same training on the reference path (autograd/fast/fast.hpp)
-      const fast::ReferencePath reference;
+  auto attograd_round = [&] {
+    std::vector<double> attograd_ms;
+    for (int t = 0; t < trainings; ++t) {
       {
         NoGradGuard no_grad;
         model.w.copy_from(w_start);
       }
       zero_grad(model.w);
-      reference_ms.push_back(
-          train(model, data.x_train, data.y_train, TrainOptions().epochs(kEpochs).lr(kLearningRate))
-              .compute_ms);
-    }
+      const TrainResult result = train(model, data.x_train, data.y_train,
+                                       TrainOptions().epochs(kEpochs).lr(kLearningRate));
+      attograd_ms.push_back(result.compute_ms);
+      attograd_loss = result.losses.back();
+      attograd_w = model.w.to_vector();
 
-    const double start = thread_seconds();
-    hand_loss = hand.train(kEpochs, real(kLearningRate), w_start.to_vector());
-    hand_ms.push_back(1e3 * (thread_seconds() - start));
+      {  // the same training on the reference path (autograd/fast/fast.hpp)
+        const fast::ReferencePath reference;
+        {
+          NoGradGuard no_grad;
+          model.w.copy_from(w_start);
+        }
+        zero_grad(model.w);
+        reference_ms.push_back(train(model, data.x_train, data.y_train,
+                                     TrainOptions().epochs(kEpochs).lr(kLearningRate))
+                                   .compute_ms);
+      }
+
+      const double start = thread_seconds();
+      hand_loss = hand.train(kEpochs, real(kLearningRate), w_start.to_vector());
+      hand_ms.push_back(1e3 * (thread_seconds() - start));
+    }
+    return median(attograd_ms) * 1e3;  // µs per training
+  };
+
+  // PyTorch on the same data from the same w (bench/reference/nw.py: its
+  // median CPU time of 100 epochs over as many trainings), in a child process
+  // after each of attograd's rounds.
+  const bool torch = bench::have_pytorch();
+  const std::string torch_arguments =
+      fmt::format("--w {} --trainings {}", to_string(shape), trainings);
+  std::vector<double> ours_rounds, torch_rounds;
+  double torch_loss = 0, torch_w0 = 0;
+  bool torch_failed = false;
+  for (int round = 0; round < rounds; ++round) {
+    ours_rounds.push_back(attograd_round());
+    if (!torch || torch_failed) continue;
+    const auto theirs = bench::run_reference("nw.py", torch_arguments);
+    if (!theirs) {
+      torch_failed = true;
+      continue;
+    }
+    torch_rounds.push_back(1e3 * (*theirs)["ms_per_training_cpu"].get<double>());
+    torch_loss = (*theirs)["final_loss"].get<double>();
+    torch_w0 = (*theirs)["w"][0].get<double>();
   }
 
-  const double ours = median(attograd_ms) * 1e3, floor = median(hand_ms) * 1e3;
+  const double ours = median(ours_rounds), floor = median(hand_ms) * 1e3;
   const double reference_path = median(reference_ms) * 1e3;
   fmt::print(
       "{:<7} w ({:>2} entries)  attograd {:8.1f} µs/training {:6.2f} µs/epoch   "
@@ -163,38 +196,48 @@ void run(WeightShape shape) {
       "        check: final loss attograd {:.6f} hand {:.6f}; w[0] attograd {:.6f} hand "
       "{:.6f}\n",
       attograd_loss, hand_loss, attograd_w[0], hand.w[0]);
-
-  // PyTorch on the same data from the same w (bench/reference/nw.py: its
-  // median CPU time of 100 epochs over as many trainings), run after
-  // attograd's trainings in the same process.
-  if (!bench::have_pytorch()) return;
-  const auto theirs = bench::run_reference(
-      "nw.py", fmt::format("--w {} --trainings {}", to_string(shape), trainings));
-  if (!theirs) {
+  if (!torch) return;
+  if (torch_failed) {
     fmt::print("        PyTorch: bench/reference/nw.py failed\n");
     return;
   }
-  const double torch_us = 1e3 * (*theirs)["ms_per_training_cpu"].get<double>();
+  const double torch_us = median(torch_rounds);
   fmt::print(
       "        PyTorch (nw.py) {:8.1f} µs/training {:6.2f} µs/epoch   attograd = {:5.1f} x its "
       "speed; its final loss {:.6f}, w[0] {:.6f}\n",
-      torch_us, torch_us / kEpochs, torch_us / ours, (*theirs)["final_loss"].get<double>(),
-      (*theirs)["w"][0].get<double>());
+      torch_us, torch_us / kEpochs, torch_us / ours, torch_loss, torch_w0);
+  std::string per_round;
+  for (size_t r = 0; r < ours_rounds.size(); ++r) {
+    per_round += fmt::format("{}{:.1f} / {:.1f}", r == 0 ? "" : ", ", ours_rounds[r],
+                             r < torch_rounds.size() ? torch_rounds[r] : 0.0);
+  }
+  fmt::print("        rounds, attograd / PyTorch µs per training: {}\n", per_round);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc > 1) trainings = std::max(1, std::atoi(argv[1]));
+  for (int i = 1; i < argc; ++i) {
+    const std::string argument = argv[i];
+    if (argument == "--rounds" && i + 1 < argc) {
+      rounds = std::max(1, std::atoi(argv[++i]));
+    } else if (!argument.empty() && argument[0] != '-') {
+      trainings = std::max(1, std::atoi(argument.c_str()));
+    } else {
+      fmt::print(stderr, "usage: {} [trainings] [--rounds R]\n", argv[0]);
+      return 2;
+    }
+  }
   parallel::set_num_threads(1);
   fmt::print(
       "bench_nw_regression: 100 epochs of nw_regression::train, seed-0 data (50 queries x "
       "49 keys), {}\n",
       kernels::simd_description());
   fmt::print(
-      "median of {} trainings, this thread's CPU time; hand loop = the same forward, "
-      "backward and SGD step as plain scalar loops (no autograd)\n",
-      trainings);
+      "median of {} trainings, this thread's CPU time, and of {} alternating rounds with "
+      "PyTorch; hand loop = the same forward, backward and SGD step as plain scalar loops "
+      "(no autograd)\n",
+      trainings, rounds);
   run(WeightShape::scalar);
   run(WeightShape::vector);
   return 0;
