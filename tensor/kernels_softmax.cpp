@@ -146,6 +146,26 @@ real exp_row(real* y, const real* x, real shift, int64_t n, Ahead ahead) {
   return xsimd::hadd(total0 + total1);
 }
 
+// The batch that ends a row: its last `count` values (1 … W), moved with a
+// plain load or store when they fill it, else with masked moves (the other
+// lanes read as `pad`, and not written).
+class LastBatch {
+ public:
+  explicit LastBatch(int64_t count) : full_(count == W), lanes_(full_ ? 0 : count) {}
+  Batch read(const real* p, real pad) const { return full_ ? load(p) : lanes_.read(p, pad); }
+  void write(real* p, Batch value) const {
+    if (full_) {
+      value.store_unaligned(p);
+    } else {
+      lanes_.write(p, value);
+    }
+  }
+
+ private:
+  bool full_;
+  FirstLanes lanes_;
+};
+
 // Rows of at most W values (attention over a few keys, a masked softmax's
 // valid prefix): a row is one batch, loaded once (padded with −∞, whose e^x
 // is 0), and its maximum, e^x, Σ and result are formed in registers before
@@ -155,19 +175,14 @@ real exp_row(real* y, const real* x, real shift, int64_t n, Ahead ahead) {
 template <bool Log>
 void one_batch_rows(real* out, const real* x, int64_t rows, int64_t cols) {
   const real lowest = -std::numeric_limits<real>::infinity();
-  const FirstLanes lanes(cols == W ? 0 : cols);
-  auto read = [&](const real* p) { return cols == W ? load(p) : lanes.read(p, lowest); };
+  const LastBatch row(cols);
   for (int64_t r = 0; r < rows; ++r) {
-    const Batch v = read(x + r * cols);
+    const Batch v = row.read(x + r * cols, lowest);
     const Batch shifted = v - Batch(reduce_max(v));
     const Batch e = exp_nonpositive<real>(shifted);
     const Batch result =
         Log ? shifted - Batch(std::log(reduce_sum(e))) : e * Batch(real(1) / reduce_sum(e));
-    if (cols == W) {
-      result.store_unaligned(out + r * cols);
-    } else {
-      lanes.write(out + r * cols, result);
-    }
+    row.write(out + r * cols, result);
   }
 }
 
@@ -226,20 +241,15 @@ template <int64_t B>
 struct RegisterRow {
   std::array<Batch, B> v;
 
-  // The full batches at p, then the last n − (B−1)·W values (1 … W of them)
-  // through `last` (a plain load when `last_full`).
-  RegisterRow(const real* p, const FirstLanes& last, bool last_full) {
+  // The full batches at p, then the row's last batch through `last`.
+  RegisterRow(const real* p, const LastBatch& last) {
     for (int64_t b = 0; b + 1 < B; ++b) v[b] = load(p + b * W);
-    v[B - 1] = last_full ? load(p + (B - 1) * W) : last.read(p + (B - 1) * W, 0);
+    v[B - 1] = last.read(p + (B - 1) * W, 0);
   }
 
-  void store(real* p, const FirstLanes& last, bool last_full) const {
+  void store(real* p, const LastBatch& last) const {
     for (int64_t b = 0; b + 1 < B; ++b) v[b].store_unaligned(p + b * W);
-    if (last_full) {
-      v[B - 1].store_unaligned(p + (B - 1) * W);
-    } else {
-      last.write(p + (B - 1) * W, v[B - 1]);
-    }
+    last.write(p + (B - 1) * W, v[B - 1]);
   }
 };
 
@@ -248,21 +258,41 @@ struct RegisterRow {
 // dot() adds them, so a row of one batch gets exactly dot()'s Σ.
 template <int64_t B>
 void register_rows_backward(real* dx, const real* y, const real* dy, int64_t rows, int64_t cols) {
-  const int64_t last_count = cols - (B - 1) * W;  // 1 … W
-  const bool last_full = last_count == W;
-  const FirstLanes last(last_full ? 0 : last_count);
+  const LastBatch last(cols - (B - 1) * W);
   for (int64_t r = 0; r < rows; ++r) {
-    RegisterRow<B> out(y + r * cols, last, last_full);
-    const RegisterRow<B> g(dy + r * cols, last, last_full);
+    RegisterRow<B> out(y + r * cols, last);
+    const RegisterRow<B> g(dy + r * cols, last);
     std::array<Batch, B> products;
     for (int64_t b = 0; b < B; ++b) products[b] = out.v[b] * g.v[b];
-    Batch partial = products[0];
-    if constexpr (B == 2) partial = products[0] + products[1];
-    if constexpr (B == 3) partial = (products[0] + products[1]) + products[2];
-    if constexpr (B == 4) partial = (products[0] + products[1]) + (products[2] + products[3]);
+    Batch partial;
+    if constexpr (B == 1) {
+      partial = products[0];
+    } else if constexpr (B == 2) {
+      partial = products[0] + products[1];
+    } else if constexpr (B == 3) {
+      partial = (products[0] + products[1]) + products[2];
+    } else {
+      static_assert(B == 4, "a pairwise tree for each number of batches up to kRegisterBatches");
+      partial = (products[0] + products[1]) + (products[2] + products[3]);
+    }
     const Batch inner(xsimd::hadd(partial));
     for (int64_t b = 0; b < B; ++b) out.v[b] = out.v[b] * (g.v[b] - inner);
-    out.store(dx + r * cols, last, last_full);
+    out.store(dx + r * cols, last);
+  }
+}
+
+// Rows of 1 … kRegisterBatches batches go to register_rows_backward<B>, B their
+// number of batches; returns false for longer rows.
+template <int64_t B = 1>
+bool backward_in_registers(real* dx, const real* y, const real* dy, int64_t rows, int64_t cols) {
+  if (cols <= B * W) {
+    register_rows_backward<B>(dx, y, dy, rows, cols);
+    return true;
+  }
+  if constexpr (B < kRegisterBatches) {
+    return backward_in_registers<B + 1>(dx, y, dy, rows, cols);
+  } else {
+    return false;
   }
 }
 
@@ -271,25 +301,7 @@ void register_rows_backward(real* dx, const real* y, const real* dy, int64_t row
 // first, which are independent short reductions that overlap, then the
 // elementwise pass of each row.
 void softmax_backward(real* dx, const real* y, const real* dy, int64_t rows, int64_t cols) {
-  static_assert(kRegisterBatches == 4, "one case per number of batches below");
-  switch ((cols + W - 1) / W) {
-    case 0:
-      return;
-    case 1:
-      register_rows_backward<1>(dx, y, dy, rows, cols);
-      return;
-    case 2:
-      register_rows_backward<2>(dx, y, dy, rows, cols);
-      return;
-    case 3:
-      register_rows_backward<3>(dx, y, dy, rows, cols);
-      return;
-    case 4:
-      register_rows_backward<4>(dx, y, dy, rows, cols);
-      return;
-    default:
-      break;
-  }
+  if (cols == 0 || backward_in_registers(dx, y, dy, rows, cols)) return;
   const int64_t group = group_rows(2 * cols);  // two inputs per row
   std::array<real, kRowGroup> inner;
   for (int64_t r0 = 0; r0 < rows; r0 += group) {
