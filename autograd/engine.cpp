@@ -117,6 +117,8 @@ void retain_grad(const Tensor& t) {
 
 Tensor detach(const Tensor& t) { return t.as_strided(t.shape(), t.strides(), t.offset()); }
 
+Tensor saved_output(const Tensor& y) { return grad_enabled() ? detach(y) : Tensor(); }
+
 namespace {
 
 // Can a gradient of shape `from` be summed down to `to`? Only if `to`

@@ -75,6 +75,12 @@ void zero_grad(const Tensor& t);
 void retain_grad(const Tensor& t);
 // Same values, same storage, no history: gradients stop here.
 Tensor detach(const Tensor& t);
+// What an op's backward closure keeps of the op's own output y: detach(y),
+// y's numbers without y's node (a closure holding y itself would make the
+// cycle y → node → closure → y, and the graph would never be freed). Under
+// NoGradGuard no closure is kept, so no view is made and the result is an
+// undefined Tensor: `[y = saved_output(y)](…) {…}` costs nothing there.
+Tensor saved_output(const Tensor& y);
 
 // ---- Backward -------------------------------------------------------------
 

@@ -7,6 +7,7 @@
 //   x.contiguous_data()      a handle whose data() is the row-major values
 //   Tensor::empty(shape)     the output, filled by the forward loop
 //   record(name, y, {inputs}, backward)   attach the backward (autograd/engine.hpp)
+//   saved_output(y)          y's numbers for the backward, without y's history
 //
 // Library-internal (namespace detail, may change): the broadcasting helpers
 // the built-in ops share.

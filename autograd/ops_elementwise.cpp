@@ -161,7 +161,7 @@ Tensor mul(const Tensor& a, const Tensor& b) {
 // y = a ⊘ b          da = dy ⊘ b,  db = −dy ⊙ a ⊘ b² = −dy ⊙ y ⊘ b
 Tensor div(const Tensor& a, const Tensor& b) {
   Tensor y = detail::binary_values(Binary::div, "div", a, b);
-  return record("div", y, {a, b}, [a, b, y = detach(y)](const Tensor& dy) {
+  return record("div", y, {a, b}, [a, b, y = saved_output(y)](const Tensor& dy) {
     return Gradients{requires_grad(a) ? div(dy, b) : Tensor(),
                      requires_grad(b) ? neg(div(mul(dy, y), b)) : Tensor()};
   });
@@ -176,7 +176,7 @@ Tensor unary(Unary op, const char* name, const Tensor& x_in) {
   const Tensor x = x_in.contiguous_data();
   Tensor y = Tensor::empty(x.shape());
   kernels::unary_forward(op, y.data(), x.data(), x.numel());
-  return record(name, y, {x_in}, [op, x, y = detach(y)](const Tensor& dy_in) {
+  return record(name, y, {x_in}, [op, x, y = saved_output(y)](const Tensor& dy_in) {
     const Tensor dy = dy_in.contiguous_data();
     Tensor dx = Tensor::empty(x.shape());
     kernels::unary_backward(op, dx.data(), dy.data(), x.data(), y.data(), x.numel());

@@ -32,7 +32,7 @@ Tensor softmax_like(const char* name, const Tensor& x, int64_t axis_in, RowKerne
   Tensor rows_out = Tensor::empty(rows_in.shape());
   forward(rows_out.data(), rows_in.data(), rows, cols);
   Tensor y = axis == last ? rows_out : transpose(rows_out, axis, last).contiguous_data();
-  return record(name, y, {x}, [=, y_rows = detach(rows_out)](const Tensor& dy) {
+  return record(name, y, {x}, [=, y_rows = saved_output(rows_out)](const Tensor& dy) {
     const Tensor dy_rows = axis != last         ? transpose(dy, axis, last).contiguous_data()
                            : dy.is_contiguous() ? dy
                                                 : dy.contiguous_data();
@@ -106,7 +106,7 @@ Tensor masked_softmax(const Tensor& scores, const std::vector<int64_t>& valid_le
     kernels::softmax_forward(y.data() + start, x.data() + start, 1, lengths[r]);
   }
   return record("masked_softmax", y, {scores},
-                [y = detach(y), lengths = std::move(lengths), Tk](const Tensor& dy) {
+                [y = saved_output(y), lengths = std::move(lengths), Tk](const Tensor& dy) {
                   const Tensor grad_out = dy.contiguous_data();
                   Tensor dx = Tensor::empty(y.shape());
                   dx.fill_(real(0));
