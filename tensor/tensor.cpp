@@ -33,7 +33,7 @@ struct SizeClass {
   size_t index;
 };
 
-SizeClass size_class(size_t bytes) {
+constexpr SizeClass size_class(size_t bytes) {
   if (bytes <= 1024) {
     const size_t rounded = std::max<size_t>(1, (bytes + kAlignment - 1) / kAlignment);
     return {rounded * kAlignment, rounded - 1};  // classes 0..15
@@ -80,6 +80,61 @@ void unpoison(void* block, size_t bytes) {
 // that is never destroyed itself.
 constinit bool cache_closed = false;
 
+// Each thread keeps the blocks it frees last in a front of its own, without
+// the mutex: up to kFrontBlocks per size class for classes up to
+// kFrontLargestBytes, at most kFrontLimitBytes in all. A training step frees
+// and makes again the same few sizes on the same thread, so most blocks go
+// round through the front; the rest go to the shared lists.
+constexpr size_t kFrontLargestBytes = size_t(128) << 10;
+constexpr size_t kFrontClasses = size_class(kFrontLargestBytes).index + 1;
+constexpr size_t kFrontBlocks = 8;
+constexpr size_t kFrontLimitBytes = size_t(2) << 20;
+
+struct Front {
+  std::array<std::array<void*, kFrontBlocks>, kFrontClasses> blocks{};
+  std::array<size_t, kFrontClasses> counts{};
+  size_t bytes = 0;
+
+  // A block of the class, or null if the front has none.
+  void* take(const SizeClass& size) {
+    if (size.index >= kFrontClasses || counts[size.index] == 0) return nullptr;
+    void* block = blocks[size.index][--counts[size.index]];
+    bytes -= size.bytes;
+    unpoison(block, size.bytes);
+    return block;
+  }
+  // Keeps the block if there is room for it.
+  bool give(void* block, const SizeClass& size) {
+    if (size.index >= kFrontClasses || counts[size.index] == kFrontBlocks ||
+        bytes + size.bytes > kFrontLimitBytes) {
+      return false;
+    }
+    blocks[size.index][counts[size.index]++] = block;
+    bytes += size.bytes;
+    poison(block, size.bytes);
+    return true;
+  }
+  // Hands every block to `to` (the shared lists, or std::free), emptying the front.
+  template <typename To>
+  void drain(To&& to) {
+    for (size_t index = 0; index < kFrontClasses; ++index) {
+      for (size_t i = 0; i < counts[index]; ++i) {
+        unpoison(blocks[index][i], class_bytes(index));
+        to(blocks[index][i], SizeClass{class_bytes(index), index});
+      }
+      counts[index] = 0;
+    }
+    bytes = 0;
+  }
+  ~Front();
+};
+
+// Set once this thread's front is destroyed (at thread exit): the thread's
+// storages freed later still use the shared lists. A plain bool, like
+// cache_closed.
+thread_local bool front_closed = false;
+thread_local Front front;
+
 class StorageCache {
  public:
   static StorageCache& instance() {
@@ -92,9 +147,13 @@ class StorageCache {
     cache_closed = true;
   }
 
-  // A block of the class's bytes, from the free list when it has one.
+  // A block of the class's bytes, from this thread's front or the shared free
+  // list when they have one.
   void* take(const SizeClass& size) {
     if (pool::pooling()) {
+      if (!front_closed) {
+        if (void* block = front.take(size)) return block;
+      }
       std::lock_guard lock(mutex_);
       std::vector<void*>& list = free_lists_[size.index];
       if (!list.empty()) {
@@ -118,6 +177,16 @@ class StorageCache {
   // Keep the block for reuse, or free it if the cache is full.
   void give(void* block, const SizeClass& size) {
     if (pool::pooling()) {
+      if (!front_closed && front.give(block, size)) return;
+      give_shared(block, size);
+      return;
+    }
+    std::free(block);
+  }
+
+  // Keep the block in the shared lists, or free it if they are full.
+  void give_shared(void* block, const SizeClass& size) {
+    {
       std::lock_guard lock(mutex_);
       if (cached_bytes_ + size.bytes <= kCacheLimitBytes) {
         try {
@@ -134,7 +203,10 @@ class StorageCache {
     std::free(block);
   }
 
+  // Frees the shared lists' blocks and this thread's front (other threads'
+  // fronts are theirs: each holds at most kFrontLimitBytes).
   void release() {
+    if (!front_closed) front.drain([](void* block, const SizeClass&) { std::free(block); });
     std::lock_guard lock(mutex_);
     for (size_t index = 0; index < kClassCount; ++index) {
       std::vector<void*>& list = free_lists_[index];
@@ -148,9 +220,10 @@ class StorageCache {
     cached_bytes_ = 0;
   }
 
+  // The shared lists' bytes and this thread's front's.
   int64_t cached_bytes() {
     std::lock_guard lock(mutex_);
-    return static_cast<int64_t>(cached_bytes_);
+    return static_cast<int64_t>(cached_bytes_ + (front_closed ? 0 : front.bytes));
   }
 
  private:
@@ -160,6 +233,17 @@ class StorageCache {
   std::array<std::vector<void*>, kClassCount> free_lists_;
   size_t cached_bytes_ = 0;
 };
+
+Front::~Front() {
+  front_closed = true;
+  drain([](void* block, const SizeClass& size) {
+    if (cache_closed) {
+      std::free(block);
+    } else {
+      StorageCache::instance().give_shared(block, size);
+    }
+  });
+}
 
 }  // namespace
 

@@ -4,8 +4,10 @@
 // that class gets it back (the last freed first); blocks are 64-byte aligned
 // whatever their size; the cache never holds more than its limit; threads
 // may allocate and free concurrently, including blocks allocated on another
-// thread. Storage never promised zeroed values (zeros() fills), so that is not
+// thread; each thread keeps a few freed blocks of its own, which go to the
+// shared lists when it ends. Storage never promised zeroed values (zeros() fills), so that is not
 // checked; what is checked is that a recycled block is writable in full.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <memory>
@@ -132,6 +134,43 @@ TEST_CASE("storage cache: threads allocate and free at once, and free each other
   }
   handed_over.clear();  // blocks of other threads go into the shared cache
   CHECK(Storage::cached_bytes() <= Storage::cache_limit_bytes());
+}
+
+TEST_CASE("storage cache: a thread's own blocks go to the shared lists when it ends", "[storage]") {
+  Storage::release_cache();  // this thread's blocks and the shared lists': none left
+  const real* freed_there = nullptr;
+  std::thread worker([&] {
+    Storage storage(1000);
+    freed_there = storage.data();
+  });  // freed into the worker's own blocks, handed over as the worker ends
+  worker.join();
+  CHECK(Storage::cached_bytes() > 0);
+  Storage here(1000);
+  CHECK(here.data() == freed_there);
+}
+
+TEST_CASE("storage cache: a thread keeps a few blocks of its own, the rest are shared",
+          "[storage]") {
+  Storage::release_cache();
+  std::vector<std::unique_ptr<Storage>> live;
+  for (int i = 0; i < 40; ++i) live.push_back(std::make_unique<Storage>(1000));
+  std::vector<const real*> blocks;
+  for (const auto& storage : live) blocks.push_back(storage->data());
+  live.clear();  // a few stay with this thread, the others go to the shared lists
+  CHECK(Storage::cached_bytes() >= 40 * 1000 * int64_t(sizeof(real)));
+  // Another thread gets the shared ones back.
+  int reused = 0;
+  std::thread other([&] {
+    for (int i = 0; i < 40; ++i) live.push_back(std::make_unique<Storage>(1000));
+    for (const auto& storage : live) {
+      reused += std::find(blocks.begin(), blocks.end(), storage->data()) != blocks.end();
+    }
+    live.clear();
+  });
+  other.join();
+  CHECK(reused >= 20);
+  Storage::release_cache();
+  CHECK(Storage::cached_bytes() == 0);
 }
 
 TEST_CASE("storage cache: zeros() is zero even in a recycled block", "[storage]") {
