@@ -82,6 +82,9 @@ TEST_CASE("numel refuses a product that overflows 64 bits, naming the sizes", "[
                     Catch::StartsWith("shape (4611686018427387904,4): its 4611686018427387904 × 4 "
                                       "elements overflow a 64-bit count"));
   CHECK_THROWS_AS(contiguous_strides(Shape{two_to_62, 4, 2}), Error);
+  // An empty shape whose other sizes overflow has no element to step to: strides 0.
+  CHECK(contiguous_strides(Shape{0, two_to_62, 4}) == Strides{0, 0, 0});
+  CHECK(contiguous_strides(Shape{2, 3, 4}) == Strides{12, 4, 1});
   CHECK_THROWS_AS(Tensor::empty({two_to_62, 4}), Error);
 }
 
