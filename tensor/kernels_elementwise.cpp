@@ -277,7 +277,7 @@ void accumulate(real* out, const real* x, int64_t n) {
 
 #else  // ATTOGRAD_USE_SIMD off: the library runs the reference loops.
 
-const char* simd_description() { return "scalar"; }
+const char* simd_description() { return sizeof(real) == 4 ? "scalar float" : "scalar double"; }
 void exp_nonpositive(real* out, const real* x, int64_t n) { scalar::exp_nonpositive(out, x, n); }
 void unary_forward(Unary op, real* out, const real* x, int64_t n) {
   scalar::unary_forward(op, out, x, n);

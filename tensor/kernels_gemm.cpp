@@ -495,7 +495,9 @@ void gemm_serial(real* c, int64_t ldc, MatrixRef a, MatrixRef b, int64_t M, int6
                  GemmInto into) {
   scalar::gemm(c, ldc, a, b, M, K, N, into);
 }
-GemmBlocking gemm_blocking() { return {1, 1, 0, 0, 0, 0}; }
+// The triple loop takes one entry, one k, at a time: tiles and blocks of 1
+// (the tests step through the remainders of these).
+GemmBlocking gemm_blocking() { return {1, 1, 1, 1, 1, 0}; }
 void set_gemm_in_place_limit(int64_t) {}
 
 #endif
