@@ -56,20 +56,25 @@ int64_t Shape::numel_overflowed() const {
       str(), product);
 }
 
+void contiguous_strides(const Shape& shape, Strides& into) {
+  into.resize(shape.size());
+  int64_t step = 1;
+  for (int64_t axis = shape.ndim() - 1; axis >= 0; --axis) {
+    into[axis] = step;
+    if (__builtin_mul_overflow(step, shape[axis], &step)) {
+      std::fill(into.begin(), into.end(), shape.numel());  // numel() throws, or is 0
+      break;
+    }
+  }
+}
+
 // One object returned on every path, so that it is built in the caller's
 // slot: a second return statement made the compiler build it here and copy
 // it out, reading back as 16-byte moves what it had just stored 8 bytes at a
 // time (a stalled store forwarding, a third of this function's time).
 Strides contiguous_strides(const Shape& shape) {
-  Strides strides(shape.size());
-  int64_t step = 1;
-  for (int64_t axis = shape.ndim() - 1; axis >= 0; --axis) {
-    strides[axis] = step;
-    if (__builtin_mul_overflow(step, shape[axis], &step)) {
-      std::fill(strides.begin(), strides.end(), shape.numel());  // numel() throws, or is 0
-      break;
-    }
-  }
+  Strides strides;
+  contiguous_strides(shape, strides);
   return strides;
 }
 

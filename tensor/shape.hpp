@@ -154,6 +154,11 @@ using Strides = Dims;
 
 // Row-major strides of a contiguous tensor of this shape.
 Strides contiguous_strides(const Shape& shape);
+// The same, written into `into` (resized to shape's rank) where it already
+// lives — a new tensor's own strides — rather than copied there: a copy
+// reads back as wide moves the values just stored one at a time, and waits
+// for those stores (a stalled store forwarding).
+void contiguous_strides(const Shape& shape, Strides& into);
 
 // NumPy broadcasting: align trailing axes; sizes must match or one of them be 1.
 // Throws "{op}: shapes (2,3) and (4,3) cannot be broadcast: axis 0 has sizes 2 and 4".

@@ -284,7 +284,7 @@ Tensor Tensor::empty(const Shape& shape) {
   auto impl = make_pooled<TensorImpl>();
   impl->storage = make_pooled<Storage>(shape.numel());
   impl->shape = shape;
-  impl->strides = contiguous_strides(shape);
+  contiguous_strides(shape, impl->strides);  // in place: no copy of fresh stores to read back
   return Tensor(std::move(impl));
 }
 

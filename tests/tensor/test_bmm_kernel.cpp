@@ -47,6 +47,10 @@ const std::vector<Case> kCases = {
     {7, 1, 9, 1, true, false},
     {2, 1, 7, 1, false, false},
     {2, 1, 0, 1, false, false},
+    // dot products four at a time, and the rest one by one
+    {33, 1, 17, 1, false, false},
+    {16, 1, 16, 1, false, true},
+    {17, 1, 15, 1, true, false},
 };
 
 }  // namespace

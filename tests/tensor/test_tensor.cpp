@@ -4,6 +4,8 @@
 // by writing through one view and reading through another. Random factories
 // are checked for reproducibility (same seed, same numbers) and for plausible
 // moments over 10,000 draws, with bounds of several standard errors.
+#include <fmt/format.h>
+
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
@@ -86,6 +88,31 @@ TEST_CASE("numel refuses a product that overflows 64 bits, naming the sizes", "[
   CHECK(contiguous_strides(Shape{0, two_to_62, 4}) == Strides{0, 0, 0});
   CHECK(contiguous_strides(Shape{2, 3, 4}) == Strides{12, 4, 1});
   CHECK_THROWS_AS(Tensor::empty({two_to_62, 4}), Error);
+}
+
+TEST_CASE("contiguous_strides into an existing Strides equals the returned one", "[tensor]") {
+  const int64_t two_to_62 = int64_t(1) << 62;
+  // Whatever `into` held before (longer, shorter, spilled past the inline
+  // entries, or a spilled one shrinking back) is replaced.
+  const std::vector<Strides> before = {Strides{}, Strides{7, 7, 7, 7, 7},
+                                       Strides{1, 2, 3, 4, 5, 6, 7, 8}};
+  const std::vector<Shape> shapes = {
+      Shape{},    Shape{5}, Shape{2, 3, 4}, Shape{0, two_to_62, 4}, Shape{2, 1, 3, 1, 2, 2, 3, 2},
+      Shape{1, 1}};
+  for (const Strides& old : before) {
+    for (const Shape& shape : shapes) {
+      Strides into = old;
+      contiguous_strides(shape, into);
+      INFO("shape " << fmt::format("{}", shape) << " into " << old.size() << " entries");
+      CHECK(into == contiguous_strides(shape));
+      CHECK(into.size() == shape.size());
+    }
+    Strides into = old;
+    CHECK_THROWS_AS(contiguous_strides(Shape{two_to_62, 4, 2}, into), Error);
+  }
+  // Tensor::empty builds its strides this way, past the inline entries too.
+  CHECK(Tensor::empty({2, 1, 3, 1, 2, 2, 3, 2}).strides() == Strides{72, 72, 24, 24, 12, 6, 2, 1});
+  CHECK(Tensor::empty({2, 3}).strides() == Strides{3, 1});
 }
 
 TEST_CASE("copying a Tensor shares it", "[tensor]") {
