@@ -57,8 +57,11 @@ class Dims {
       heap_ = other.heap_;
     } else {
       heap_ = {};
-      // All kInline entries, a fixed count: a few moves, not a memmove call.
-      std::copy(other.inline_, other.inline_ + kInline, inline_);
+      // The entries one at a time, unrolled: no memmove call, and no wide
+      // moves, which would wait for values just stored one at a time (a
+      // fresh shape's) instead of taking them from the store buffer.
+#pragma GCC unroll 6
+      for (size_t i = 0; i < other.size_; ++i) inline_[i] = other.inline_[i];
     }
     size_ = other.size_;
     return *this;
@@ -82,10 +85,10 @@ class Dims {
   void clear() { resize(0); }
   void resize(size_t count, int64_t value = 0) {
     if (count <= kInline && !spilled()) {  // the usual case: stays inline
-      // A fixed trip count, so this compiles to a few stores, not a memset call.
-      for (size_t i = 0; i < kInline; ++i) {
-        if (i >= size_ && i < count) inline_[i] = value;
-      }
+      // At most kInline plain stores, unrolled: no memset call, and no masked
+      // vector store, which later loads of these entries could not forward from.
+#pragma GCC unroll 6
+      for (size_t i = size_; i < count; ++i) inline_[i] = value;
       size_ = count;
     } else {
       resize_spilled(count, value);

@@ -436,6 +436,18 @@ TEST_CASE("Dims keeps six entries inline and spills deeper lists to the heap", "
   CHECK(grown.to_vector() == std::vector<int64_t>{7, 4});
   grown.resize(4, 9);
   CHECK(grown.to_vector() == std::vector<int64_t>{7, 4, 9, 9});
+  // A copy of a shorter list, then grown: the new entries are the value given,
+  // not what the longer list held there before.
+  Dims reused{1, 2, 3, 4, 5};
+  reused = Dims{9};
+  reused.resize(4, 7);
+  CHECK(reused.to_vector() == std::vector<int64_t>{9, 7, 7, 7});
+  reused.resize(6);
+  CHECK(reused.to_vector() == std::vector<int64_t>{9, 7, 7, 7, 0, 0});
+  reused = deep;
+  reused = Dims{3, 2};
+  reused.resize(6, 1);
+  CHECK(reused.to_vector() == std::vector<int64_t>{3, 2, 1, 1, 1, 1});
 
   // A tensor of more than six axes keeps working through the heap path.
   const Tensor t = zeros({1, 2, 1, 2, 1, 2, 1, 2});
