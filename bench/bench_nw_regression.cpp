@@ -229,10 +229,11 @@ int main(int argc, char** argv) {
     }
   }
   parallel::set_num_threads(1);
+  const bench::PinnedToOneCpu pinned;  // attograd and nw.py on the same core
   fmt::print(
       "bench_nw_regression: 100 epochs of nw_regression::train, seed-0 data (50 queries x "
-      "49 keys), {}\n",
-      kernels::simd_description());
+      "49 keys), {}, {}\n",
+      kernels::simd_description(), pinned.describe());
   fmt::print(
       "median of {} trainings, this thread's CPU time, and of {} alternating rounds with "
       "PyTorch; hand loop = the same forward, backward and SGD step as plain scalar loops "

@@ -144,6 +144,7 @@ int main(int argc, char** argv) {
   }
   torch = torch && bench::have_pytorch();
   parallel::set_num_threads(1);
+  const bench::PinnedToOneCpu pinned;  // both sides on the same core
   Generator generator(1);
   const std::vector<Case> cases = make_cases(generator);
 
@@ -154,9 +155,10 @@ int main(int argc, char** argv) {
     for (const auto& [name, micros] : run_pytorch()) theirs[name].push_back(micros);
   }
 
-  fmt::print("attograd public ops against PyTorch{} (one thread, {}; medians of {} round(s))\n\n",
-             torch ? "" : " (not run: /usr/bin/python3 has no torch)", kernels::simd_description(),
-             rounds);
+  fmt::print(
+      "attograd public ops against PyTorch{} (one thread, {}, {}; medians of {} round(s))\n\n",
+      torch ? "" : " (not run: /usr/bin/python3 has no torch)", kernels::simd_description(),
+      pinned.describe(), rounds);
   fmt::print("{:<42} {:>12} {:>12} {:>8} {:>8}\n", "operation", "attograd us", "PyTorch us",
              "speed", "target");
   for (const Case& c : cases) {

@@ -123,6 +123,7 @@ int main(int argc, char** argv) {
   // One thread, as printed: a product shared with a worker would be timed
   // only in part by this thread's clock.
   parallel::set_num_threads(1);
+  const bench::PinnedToOneCpu pinned;  // attograd and tutorial.py on the same core
   const int64_t V_in = 3544, V_out = 2231, H = 256;
   Generator init(1), greedy_init(1);
   Seq2Seq model(Seq2SeqOptions(V_in, V_out).hidden_size(H), init);
@@ -173,8 +174,8 @@ int main(int argc, char** argv) {
 
   fmt::print(
       "seq2seq training iteration (H = {}, V_in = {}, V_out = {}, {} parameters, 8 + 8 words, "
-      "one thread, {})\n",
-      H, V_in, V_out, model.parameter_count(), kernels::simd_description());
+      "one thread, {}, {})\n",
+      H, V_in, V_out, model.parameter_count(), kernels::simd_description(), pinned.describe());
   fmt::print("  one iteration, teacher forced {:8.3f} ms\n", 1e3 * step);
   fmt::print("  one iteration, greedy         {:8.3f} ms\n", 1e3 * greedy_step);
   fmt::print("  reference path, teacher forced{:8.3f} ms   fast path = {:4.2f} x its speed\n",

@@ -11,6 +11,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,9 @@ struct RecipeComparison {
 // false when attograd's program failed.
 inline bool compare_recipe(const RecipeComparison& c) {
   const bool torch = have_pytorch();
+  // One thread a side: both on the same core. Two: the whole machine.
+  std::optional<PinnedToOneCpu> pinned;
+  if (c.threads == 1) pinned.emplace();
   std::vector<double> ours_tokens, ours_ms, ours_loss, theirs_tokens, theirs_ms, theirs_loss;
   const std::string ours_command = fmt::format(
       "'{}' train --recipe {} --epochs {} --threads {} --json --out '{}/bench-{}'",
@@ -57,8 +61,9 @@ inline bool compare_recipe(const RecipeComparison& c) {
       theirs_loss.push_back((*theirs)["final_loss"].get<double>());
     }
   }
-  fmt::print("the {} recipe, {} epochs on {} thread(s), medians of {} alternating round(s)\n\n",
-             c.recipe, c.epochs, c.threads, c.rounds);
+  fmt::print("the {} recipe, {} epochs on {} thread(s){}, medians of {} alternating round(s)\n\n",
+             c.recipe, c.epochs, c.threads, pinned ? ", " + pinned->describe() : std::string(),
+             c.rounds);
   fmt::print("{:<28} {:>14} {:>12} {:>12}\n", "", "tokens/s", "ms/epoch", "final loss");
   fmt::print("{:<28} {:>14.0f} {:>12.1f} {:>12.4f}\n", "attograd (translate train)",
              median(ours_tokens), median(ours_ms), median(ours_loss));

@@ -6,14 +6,19 @@
 // Work shared between threads cannot be timed that way (the other threads'
 // time is not this thread's), so the two-thread rows read the wall clock.
 //
+// One-thread comparisons run on one core, both sides: PinnedToOneCpu below.
+//
 // A figure is the median of kSamples samples; a sample repeats the work until
 // it has taken kMinimumSampleSeconds, and bench/reference/timing.py times
 // PyTorch's side the same way.
 #pragma once
 
+#include <sched.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <ctime>
+#include <string>
 #include <vector>
 
 namespace attograd::bench {
@@ -70,5 +75,45 @@ double median_seconds(Work&& work, Clock clock = thread_seconds) {
   for (int s = 0; s < kSamples; ++s) samples.push_back(sample_seconds(work, calls, clock));
   return median(samples);
 }
+
+// While alive, this process runs on the one CPU it was on when this was
+// made, and so does every program it starts (the PyTorch reference, the
+// translate runs): both sides of a one-thread ratio share one core. Without
+// it the scheduler puts the reference script on either core, and the two
+// cores of a shared virtual machine need not run at the same speed: on the
+// machine of docs/performance.md one of them ran the same loop at half the
+// speed of the other for hours, so a ratio could come out twice too high or
+// too low depending on where each side landed. Thread CPU time does not see
+// this (a core slowed by its host's other work still counts as running).
+// The previous affinity comes back at the end; cpu() is −1 when pinning
+// failed (the benchmark then runs unpinned and says so).
+class PinnedToOneCpu {
+ public:
+  PinnedToOneCpu() {
+    if (sched_getaffinity(0, sizeof previous_, &previous_) != 0) return;
+    const int here = sched_getcpu();
+    if (here < 0) return;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(here, &one);
+    if (sched_setaffinity(0, sizeof one, &one) == 0) cpu_ = here;
+  }
+  ~PinnedToOneCpu() {
+    if (cpu_ >= 0) sched_setaffinity(0, sizeof previous_, &previous_);
+  }
+  PinnedToOneCpu(const PinnedToOneCpu&) = delete;
+  PinnedToOneCpu& operator=(const PinnedToOneCpu&) = delete;
+
+  int cpu() const { return cpu_; }
+  // "CPU 0, with every program it starts" or "unpinned", for a header line.
+  std::string describe() const {
+    return cpu_ >= 0 ? "pinned to CPU " + std::to_string(cpu_) + " with the programs it starts"
+                     : "unpinned (sched_setaffinity failed)";
+  }
+
+ private:
+  cpu_set_t previous_{};
+  int cpu_ = -1;
+};
 
 }  // namespace attograd::bench
