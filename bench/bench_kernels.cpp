@@ -36,6 +36,7 @@
 #include <ctime>
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -534,6 +535,11 @@ int main(int argc, char** argv) {
   fmt::print("attograd kernel benchmark (1 thread; the library would use {})\n", threads);
   fmt::print("CPU: {}; kernels: {}\n", cpu_model(), kernels::simd_description());
   if (bench::kHaveOpenblas) fmt::print("OpenBLAS: {}\n", bench::openblas_description());
+  // The one-thread tables run on one CPU, so that attograd's samples and the
+  // references alternating with them (OpenBLAS, the scalar loops, a copy)
+  // share a core; table 2b, on two threads, is not pinned.
+  std::optional<bench::PinnedToOneCpu> pinned(std::in_place);
+  fmt::print("one-thread tables {}\n", pinned->describe());
   if (argc > 1 && std::string(argv[1]) == "attention") {  // table 4 alone
     attention_table();
     return 0;
@@ -543,8 +549,10 @@ int main(int argc, char** argv) {
       "\n1. FMA peak, one core: {:.1f} GFLOP/s ({}-lane {} FMAs, 12 chains, registers only)\n",
       peak, xsimd::batch<real>::size, sizeof(real) == 4 ? "float" : "double");
   matmul_table();
+  pinned.reset();
   matmul_two_threads_table();
   if (argc > 1 && std::string(argv[1]) == "matmul") return 0;  // tables 1, 2 and 2b alone
+  pinned.emplace();
   speedup_table();
   attention_table();
   bandwidth_table();

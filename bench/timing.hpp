@@ -105,9 +105,9 @@ class PinnedToOneCpu {
   PinnedToOneCpu& operator=(const PinnedToOneCpu&) = delete;
 
   int cpu() const { return cpu_; }
-  // "CPU 0, with every program it starts" or "unpinned", for a header line.
+  // "pinned to CPU 0 (with any program it starts)" or "unpinned …", for a header line.
   std::string describe() const {
-    return cpu_ >= 0 ? "pinned to CPU " + std::to_string(cpu_) + " with the programs it starts"
+    return cpu_ >= 0 ? "pinned to CPU " + std::to_string(cpu_) + " (with any program it starts)"
                      : "unpinned (sched_setaffinity failed)";
   }
 
