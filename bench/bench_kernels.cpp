@@ -14,7 +14,8 @@
 //      the same on two threads (wall clock). `bench_kernels matmul` runs
 //      tables 1, 2 and 2b alone.
 //   3. SIMD versus the scalar reference loops (kernels::scalar) for exp,
-//      tanh, softmax rows and sum.
+//      tanh, softmax's own e^x (exp_nonpositive), softmax rows (two that
+//      stay in L1, and a batch of 64) and sum.
 //   4. The same comparison per call for the small kernels of one epoch of
 //      the Nadaraya–Watson attention pooling (rows of 49 keys), and the
 //      softmax row lengths seq2seq uses. `bench_kernels attention` runs
@@ -253,6 +254,25 @@ void speedup_table() {
       "tanh", "4096", n,
       [&] { kernels::unary_forward(kernels::Unary::tanh, out.data(), x.data(), n); },
       [&] { kernels::scalar::unary_forward(kernels::Unary::tanh, out.data(), x.data(), n); });
+
+  // softmax's own e^x, for x <= 0 (x - the row's maximum), in L1
+  const std::vector<real> shifted = uniform({n}, -8, 0, generator).to_vector();
+  speedup_row(
+      "exp_nonpositive", "4096", n,
+      [&] { kernels::exp_nonpositive(out.data(), shifted.data(), n); },
+      [&] { kernels::scalar::exp_nonpositive(out.data(), shifted.data(), n); });
+
+  // Two rows of bench_ops' (640, 2297) softmax, in L1: the kernel without
+  // the traffic from L3 that the whole matrix adds.
+  constexpr int64_t few_rows = 2, vocabulary = 2297;
+  const std::vector<real> two_rows = uniform({few_rows * vocabulary}, -4, 4, generator).to_vector();
+  std::vector<real> two_out(few_rows * vocabulary);
+  speedup_row(
+      "softmax rows (in L1)", "2 x 2297", few_rows * vocabulary,
+      [&] { kernels::softmax_forward(two_out.data(), two_rows.data(), few_rows, vocabulary); },
+      [&] {
+        kernels::scalar::softmax_forward(two_out.data(), two_rows.data(), few_rows, vocabulary);
+      });
 
   constexpr int64_t rows = 64, cols = 2803;  // a batch of output-layer rows
   const std::vector<real> logits = uniform({rows * cols}, -4, 4, generator).to_vector();
