@@ -59,9 +59,12 @@ class Dims {
       heap_ = {};
       // The entries one at a time, unrolled: no memmove call, and no wide
       // moves, which would wait for values just stored one at a time (a
-      // fresh shape's) instead of taking them from the store buffer.
+      // fresh shape's) instead of taking them from the store buffer. (The
+      // min is other.size_ itself; it shows the compiler's bounds check that
+      // the unrolled loop stays inside the array.)
+      const size_t count = std::min(other.size_, kInline);
 #pragma GCC unroll 6
-      for (size_t i = 0; i < other.size_; ++i) inline_[i] = other.inline_[i];
+      for (size_t i = 0; i < count; ++i) inline_[i] = other.inline_[i];
     }
     size_ = other.size_;
     return *this;
@@ -86,9 +89,11 @@ class Dims {
   void resize(size_t count, int64_t value = 0) {
     if (count <= kInline && !spilled()) {  // the usual case: stays inline
       // At most kInline plain stores, unrolled: no memset call, and no masked
-      // vector store, which later loads of these entries could not forward from.
+      // vector store, which later loads of these entries could not forward
+      // from. (The min is count itself, as for the copy above.)
+      const size_t end = std::min(count, kInline);
 #pragma GCC unroll 6
-      for (size_t i = size_; i < count; ++i) inline_[i] = value;
+      for (size_t i = size_; i < end; ++i) inline_[i] = value;
       size_ = count;
     } else {
       resize_spilled(count, value);
