@@ -82,9 +82,10 @@ double median_seconds(Work&& work, Clock clock = thread_seconds) {
 // it the scheduler puts the reference script on either core, and the two
 // cores of a shared virtual machine need not run at the same speed: on the
 // machine of docs/performance.md one of them ran the same loop at half the
-// speed of the other for hours, so a ratio could come out twice too high or
-// too low depending on where each side landed. Thread CPU time does not see
-// this (a core slowed by its host's other work still counts as running).
+// speed of the other through an hour of checks, so a ratio could come out
+// twice too high or too low depending on where each side landed. Thread CPU
+// time does not see this (a core slowed by its host's other work still
+// counts as running).
 // The previous affinity comes back at the end; cpu() is −1 when pinning
 // failed (the benchmark then runs unpinned and says so).
 class PinnedToOneCpu {
