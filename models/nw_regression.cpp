@@ -10,6 +10,7 @@
 #include <ctime>
 #include <limits>
 
+#include "autograd/fast/fused.hpp"
 #include "autograd/ops.hpp"
 #include "nn/loss.hpp"
 #include "nn/optim.hpp"
@@ -231,6 +232,9 @@ Tensor NWKernelRegression::forward(const Tensor& queries, const Tensor& keys,
 //   s = −(x − k)²/2 · w²                                   (Q,1,K), w² broadcast along K
 //   α = softmax_k(s)                                       (Q,1,K)
 //   f̂ = bmm(α, v)                                          (Q,1,K) @ (Q,K,1) → (Q,1,1)
+// The last two lines are attention pooling, which fast::attention_pool
+// (autograd/fast/fused.hpp) records as one node; on the reference path it is
+// those two ops.
 Tensor NWKernelRegression::attend(const Tensor& scores_unscaled, const Tensor& values) {
   const bool shapes_ok =
       scores_unscaled.defined() && values.defined() && scores_unscaled.dim() == 3 &&
@@ -248,9 +252,10 @@ Tensor NWKernelRegression::attend(const Tensor& scores_unscaled, const Tensor& v
         "(weight_count 1) or one entry per key",
         options_.weight_count(), k);
 
-  const Tensor weights = softmax(scores_unscaled * (w * w), 2);  // (Q,1,K)
-  attention_weights_ = reshape(detach(weights), {q, k});
-  return bmm(weights, values);  // (Q,1,1)
+  Tensor weights;  // α (Q,1,K), without history
+  Tensor pooled = fast::attention_pool(scores_unscaled * (w * w), values, &weights);  // (Q,1,1)
+  attention_weights_ = reshape(weights, {q, k});
+  return pooled;
 }
 
 Tensor leave_one_out(const Tensor& x) {

@@ -11,6 +11,7 @@
 //   deferred gradients   autograd/fast/deferred_gradient.hpp   a weight's dyᵀx kept as its
 //                                                               factors, a table's rows as rows
 //   forward values       autograd/fast/forward_values.hpp      values computed once, recorded later
+//   fused ops            autograd/fast/fused.hpp               softmax and bmm as one node
 //   pooled allocation    tensor/fast/pool.hpp                       small objects and storages
 //   recycled
 //
@@ -22,6 +23,7 @@
 
 #include "autograd/fast/deferred_gradient.hpp"
 #include "autograd/fast/forward_values.hpp"
+#include "autograd/fast/fused.hpp"
 
 namespace attograd::fast {
 
@@ -35,7 +37,7 @@ class ReferencePath {
   ReferencePath& operator=(const ReferencePath&) = delete;
 
  private:
-  bool deferred_, reuse_, pooling_;
+  bool deferred_, reuse_, fused_, pooling_;
 };
 
 }  // namespace attograd::fast

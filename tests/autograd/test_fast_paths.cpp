@@ -135,10 +135,12 @@ TEST_CASE("fast::ReferencePath turns every mechanism off and restores them",
           "[autograd][fast_paths]") {
   REQUIRE(fast::deferred_gradients());
   REQUIRE(fast::reuse_forward_values());
+  REQUIRE(fast::fused_ops());
   {
     const fast::ReferencePath reference;
     CHECK_FALSE(fast::deferred_gradients());
     CHECK_FALSE(fast::reuse_forward_values());
+    CHECK_FALSE(fast::fused_ops());
     CHECK_FALSE(pool::pooling());
     {
       const fast::ReferencePath nested;
@@ -148,6 +150,7 @@ TEST_CASE("fast::ReferencePath turns every mechanism off and restores them",
   }
   CHECK(fast::deferred_gradients());
   CHECK(fast::reuse_forward_values());
+  CHECK(fast::fused_ops());
   CHECK(pool::pooling());
 }
 
@@ -157,4 +160,51 @@ TEST_CASE("a backward closure may still return std::vector<Tensor>", "[autograd]
                           [](const Tensor& dy) { return std::vector<Tensor>{dy * real(3)}; });
   backward(sum(y));
   CHECK(grad(x).to_vector() == std::vector<real>{3, 3, 3});
+}
+
+// The fused node against its composed twin, softmax then bmm, on shapes that
+// take each of the kernel's paths: scalar values in registers (Tk up to 4W,
+// W = 16 floats with AVX-512), longer rows, several queries per batch sharing
+// the values, values of several numbers.
+TEST_CASE("attention_pool: the fused node equals softmax then bmm", "[autograd][fast_paths]") {
+  Generator generator(31);
+  struct Case {
+    int64_t B, Tq, Tk, dv;
+  };
+  for (const Case c : {Case{50, 1, 49, 1}, Case{3, 2, 7, 1}, Case{2, 3, 16, 1}, Case{4, 1, 17, 1},
+                       Case{2, 2, 65, 1}, Case{1, 1, 1, 1}, Case{2, 3, 9, 5}, Case{3, 1, 200, 8},
+                       Case{2, 2, 0, 3}}) {
+    INFO("B " << c.B << ", Tq " << c.Tq << ", Tk " << c.Tk << ", dv " << c.dv);
+    const Tensor scores = requires_grad_(uniform({c.B, c.Tq, c.Tk}, -6.0, 6.0, generator));
+    const Tensor values = requires_grad_(uniform({c.B, c.Tk, c.dv}, -2.0, 2.0, generator));
+    const Tensor upstream = uniform({c.B, c.Tq, c.dv}, -1.0, 1.0, generator);
+    Tensor fused_out, fused_weights, composed_out, composed_weights;
+    const auto fused = gradients({scores, values}, false, [&] {
+      fused_out = fast::attention_pool(scores, values, &fused_weights);
+      return sum(fused_out * upstream);
+    });
+    const auto composed = gradients({scores, values}, true, [&] {
+      composed_out = fast::attention_pool(scores, values, &composed_weights);
+      return sum(composed_out * upstream);
+    });
+    // The weights come from the same softmax formula; the pooled sums and
+    // the scores' gradient are summed in other orders: float rounding.
+    require_close(fused_weights, composed_weights);
+    require_close(fused_out, composed_out);
+    CHECK_FALSE(requires_grad(fused_weights));
+    for (size_t i = 0; i < fused.size(); ++i) {
+      if (fused[i].defined() || composed[i].defined()) require_close(fused[i], composed[i]);
+    }
+  }
+}
+
+TEST_CASE("attention_pool: shapes are checked, naming both", "[autograd][fast_paths]") {
+  const Tensor scores = zeros({2, 1, 5});
+  CHECK_THROWS_WITH(fast::attention_pool(scores, zeros({2, 4, 1})),
+                    "attention_pool: scores (2,1,5) and values (2,4,1) must be (B,Tq,Tk) and "
+                    "(B,Tk,dv), with the same batch B and one value per key (Tk)");
+  CHECK_THROWS_WITH(fast::attention_pool(zeros({2, 5}), zeros({2, 5, 1})),
+                    Catch::StartsWith("attention_pool: scores (2,5) and values (2,5,1)"));
+  CHECK_THROWS_WITH(fast::attention_pool(Tensor(), zeros({2, 5, 1})),
+                    Catch::StartsWith("attention_pool: got an undefined tensor"));
 }

@@ -141,23 +141,38 @@ TEST_CASE("fast paths: 20 batched-recipe steps equal the reference path's",
   CHECK(parameter_difference <= tolerance);
 }
 
-TEST_CASE("fast paths: 100 NW epochs equal the reference path's bit for bit",
+TEST_CASE("fast paths: 100 NW epochs equal the reference path's, scalar and vector w",
           "[fast_paths][nw_regression]") {
-  auto run = [](bool reference_path) {
-    std::optional<fast::ReferencePath> reference;
-    if (reference_path) reference.emplace();
-    Generator generator(0);
-    const nw_regression::Dataset data = nw_regression::make_dataset(generator);
-    nw_regression::NWKernelRegression model(nw_regression::NWKernelRegressionOptions(1), generator);
-    const nw_regression::TrainResult result = nw_regression::train(
-        model, data.x_train, data.y_train, nw_regression::TrainOptions().epochs(100));
-    return std::make_pair(result.losses, model.w.to_vector());
-  };
-  const auto fast_run = run(false);
-  const auto reference_run = run(true);
-  REQUIRE(fast_run.first.size() == 100);
-  // NW's ops make the same sums either way (no weight is shared over steps):
-  // only the allocation differs.
-  CHECK(fast_run.first == reference_run.first);
-  CHECK(fast_run.second == reference_run.second);
+  for (const int64_t weight_count : {1, 49}) {
+    INFO("w of " << weight_count << " entries");
+    auto run = [weight_count](bool reference_path) {
+      std::optional<fast::ReferencePath> reference;
+      if (reference_path) reference.emplace();
+      Generator generator(0);
+      const nw_regression::Dataset data = nw_regression::make_dataset(generator);
+      nw_regression::NWKernelRegression model(
+          nw_regression::NWKernelRegressionOptions(weight_count), generator);
+      const nw_regression::TrainResult result = nw_regression::train(
+          model, data.x_train, data.y_train, nw_regression::TrainOptions().epochs(100));
+      return std::make_pair(result.losses, std::vector<Tensor>{model.w.clone_data()});
+    };
+    const auto fast_run = run(false);
+    const auto reference_run = run(true);
+    REQUIRE(fast_run.first.size() == 100);
+    // The fused attention_pool (autograd/fast/fused.hpp) sums the pooled
+    // values and the scores' gradient in another order than softmax and bmm:
+    // float rounding over 100 SGD steps. The losses are about 14-20; measured
+    // here: losses 5.7e-6 and 9.2e-5 apart, w 9.5e-7 and 3.8e-6 (scalar,
+    // vector w; float).
+    const double loss_tolerance = kDouble ? 1e-10 : 5e-4;
+    const double w_tolerance = kDouble ? 1e-12 : 2e-5;
+    const double loss_difference = largest_difference(fast_run.first, reference_run.first);
+    const double w_difference = largest_difference(fast_run.second, reference_run.second);
+    INFO("largest loss difference " << loss_difference << ", w difference " << w_difference);
+    CHECK(loss_difference <= loss_tolerance);
+    CHECK(w_difference <= w_tolerance);
+    CHECK(fast_run.first.front() == Approx(reference_run.first.front()).epsilon(1e-6));
+    // Both trained: the loss fell by a good part.
+    CHECK(fast_run.first.back() < 0.8 * fast_run.first.front());
+  }
 }

@@ -403,6 +403,90 @@ TEST_CASE("softmax and log_softmax kernels: SIMD equals scalar", "[kernels]") {
   }
 }
 
+TEST_CASE("attention pooling kernels: SIMD equals scalar", "[kernels]") {
+  Generator generator(16);
+  struct Case {
+    int64_t B, Tq, Tk, dv;
+  };
+  std::vector<Case> cases;
+  // Every size for the keys, with scalar values (the register rows, up to 4W
+  // keys, then the softmax kernel and a dot product) and with values of 5 and
+  // 17 numbers (row by row, dot products and axpys over dv, with their tails).
+  for (int64_t Tk : kSizes) {
+    for (int64_t dv : {1, 5, 17}) cases.push_back({2, 3, Tk, dv});
+  }
+  // Either side of the register rows' limit at 4W keys, W being 8 or 16
+  // floats, and of each batch count within it; Nadaraya–Watson's 50 × 49;
+  // odd row counts for the rows taken R at a time; empty batches and values.
+  for (int64_t Tk : {23, 24, 25, 31, 32, 33, 47, 48, 63, 64, 65}) cases.push_back({3, 1, Tk, 1});
+  cases.push_back({50, 1, 49, 1});
+  cases.push_back({7, 1, 15, 1});
+  cases.push_back({1, 5, 9, 1});
+  cases.push_back({0, 2, 5, 1});
+  cases.push_back({2, 0, 5, 1});
+  cases.push_back({2, 2, 5, 0});
+  for (const Case c : cases) {
+    const std::string what = fmt::format("(B {}, Tq {}, Tk {}, dv {})", c.B, c.Tq, c.Tk, c.dv);
+    const int64_t rows = c.B * c.Tq;
+    const Values scores = draw(rows * c.Tk, -6, 6, generator);
+    const Values values = draw(c.B * c.Tk * c.dv, -2, 2, generator);
+    const Values dout = draw(rows * c.dv, -2, 2, generator);
+
+    Values out_simd(rows * c.dv), out(rows * c.dv);
+    Values weights_simd(rows * c.Tk), weights(rows * c.Tk);
+    k::attention_pool_forward(out_simd.data(), weights_simd.data(), scores.data(), values.data(),
+                              c.B, c.Tq, c.Tk, c.dv);
+    k::scalar::attention_pool_forward(out.data(), weights.data(), scores.data(), values.data(), c.B,
+                                      c.Tq, c.Tk, c.dv);
+    check_close("attention_pool weights " + what, weights_simd, weights,
+                [&](size_t i) { return kTolerance * std::abs(weights[i]); });
+    // Σ_k |α_k v_k[d]|: the scale of output element i's sum.
+    auto pooled_magnitude = [&](size_t i) {
+      const int64_t row = static_cast<int64_t>(i) / c.dv, d = static_cast<int64_t>(i) % c.dv;
+      const int64_t b = row / c.Tq;
+      double total = 0;
+      for (int64_t key = 0; key < c.Tk; ++key) {
+        total += std::abs(double(weights[row * c.Tk + key]) *
+                          double(values[(b * c.Tk + key) * c.dv + d]));
+      }
+      return total;
+    };
+    check_close("attention_pool out " + what, out_simd, out,
+                [&](size_t i) { return kTolerance * (std::abs(out[i]) + pooled_magnitude(i)); });
+
+    for (const bool want_dvalues : {true, false}) {
+      Values dscores_simd(rows * c.Tk, real(7)), dscores(rows * c.Tk, real(7));
+      Values dvalues_simd(values.size(), real(7)), dvalues(values.size(), real(7));
+      k::attention_pool_backward(dscores_simd.data(), want_dvalues ? dvalues_simd.data() : nullptr,
+                                 dout.data(), weights.data(), values.data(), out.data(), c.B, c.Tq,
+                                 c.Tk, c.dv);
+      k::scalar::attention_pool_backward(dscores.data(), want_dvalues ? dvalues.data() : nullptr,
+                                         dout.data(), weights.data(), values.data(), out.data(),
+                                         c.B, c.Tq, c.Tk, c.dv);
+      // dscores_k = α_k (g·v_k − g·out): each term's scale is α_k Σ_d |g_d| (|v_kd| + |out_d|).
+      check_close("attention_pool dscores " + what, dscores_simd, dscores, [&](size_t i) {
+        const int64_t row = static_cast<int64_t>(i) / std::max<int64_t>(c.Tk, 1);
+        const int64_t key = static_cast<int64_t>(i) % std::max<int64_t>(c.Tk, 1);
+        const int64_t b = row / std::max<int64_t>(c.Tq, 1);
+        double scale = 0;
+        for (int64_t d = 0; d < c.dv; ++d) {
+          scale += std::abs(double(dout[row * c.dv + d])) *
+                   (std::abs(double(values[(b * c.Tk + key) * c.dv + d])) +
+                    std::abs(double(out[row * c.dv + d])));
+        }
+        return kTolerance * (std::abs(dscores[i]) + std::abs(weights[i]) * scale);
+      });
+      if (!want_dvalues) {
+        CHECK(dvalues_simd == Values(values.size(), real(7)));  // not written
+        continue;
+      }
+      // dvalues[b][k][d] = Σ_q α_qk g_qd: Tq products, written over the 7s.
+      check_close("attention_pool dvalues " + what, dvalues_simd, dvalues,
+                  [&](size_t i) { return kTolerance * (std::abs(dvalues[i]) + double(c.Tq) * 2); });
+    }
+  }
+}
+
 TEST_CASE("matmul kernels: SIMD equals scalar in all four layouts", "[kernels]") {
   Generator generator(7);
   using k::Layout;

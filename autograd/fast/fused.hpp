@@ -1,0 +1,37 @@
+// autograd/fast/fused.hpp — ops that record, as one node, what the
+// reference path records as several.
+//
+// attention_pool is softmax over the keys followed by the weighted sum of the
+// values, bmm(softmax(scores, 2), values): the heart of attention pooling
+// (the seed text on Nadaraya–Watson kernel regression). Recorded as those two
+// ops it costs two nodes, the weights' gradient dα = dy @ valuesᵀ as a tensor
+// of its own, and passes over memory for each; fused, a row's scores,
+// weights and values stay in registers from one load to one store
+// (tensor/kernels_attention.cpp), and its backward needs no dα at all, since
+// Σ_k α_k dα_k = dy · out.
+//
+// Switch: fast::set_fused_ops(false), or a fast::ReferencePath guard
+// (autograd/fast/fast.hpp); attention_pool then records softmax and bmm, its
+// composed twin, which is also what tests/autograd/test_fast_paths.cpp
+// compares it with.
+#pragma once
+
+#include "tensor/tensor.hpp"
+
+namespace attograd::fast {
+
+// Whether attention_pool records one fused node (on by default). Per thread.
+bool fused_ops();
+void set_fused_ops(bool on);
+
+// scores: (B,Tq,Tk), values: (B,Tk,dv) -> (B,Tq,dv).
+//   α = softmax(scores, 2)      out = bmm(α, values)
+//   dscores = α ⊙ (dα − Σ_k α dα) with dα = dy @ valuesᵀ (Σ_k α dα = dy · out per row)
+//   dvalues = αᵀ @ dy
+// `weights`, when given, receives α (B,Tq,Tk) without history (for plots).
+// The fused and the composed forms agree to float rounding: the sums are
+// taken in different orders (tests/autograd/test_fast_paths.cpp states the
+// tolerance).
+Tensor attention_pool(const Tensor& scores, const Tensor& values, Tensor* weights = nullptr);
+
+}  // namespace attograd::fast
