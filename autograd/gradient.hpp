@@ -18,6 +18,7 @@
 #include <optional>
 #include <vector>
 
+#include "tensor/fast/pool.hpp"
 #include "tensor/tensor.hpp"
 
 namespace attograd {
@@ -54,7 +55,9 @@ class Gradient {
   std::shared_ptr<fast::DeferredGradient> deferred_;
 };
 
-// One Gradient per input of a Node, in the inputs' order.
-using Gradients = std::vector<Gradient>;
+// One Gradient per input of a Node, in the inputs' order: `return {dx, dy};`.
+// Its block comes from the per-thread pool (tensor/fast/pool.hpp), like the
+// Node's list of inputs: every backward closure returns one.
+using Gradients = std::vector<Gradient, pool::Allocator<Gradient>>;
 
 }  // namespace attograd

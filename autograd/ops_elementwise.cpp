@@ -71,12 +71,9 @@ Tensor binary_values(kernels::Binary op, const char* name, const Tensor& a_in, c
   const int64_t b_block = b_in.is_contiguous() ? leading_broadcast_block(b_in.shape(), shape) : -1;
   if ((a_flat_step == 1 && b_block > 0) || (a_block > 0 && b_flat_step == 1)) {
     const int64_t block = a_flat_step == 1 ? b_block : a_block;
-    const real* a = a_in.data();
-    const real* b = b_in.data();
-    for (int64_t start = 0; start < out.numel(); start += block) {
-      kernels::binary_forward(op, out.data() + start, a_flat_step == 1 ? a + start : a, 1,
-                              b_flat_step == 1 ? b + start : b, 1, block);
-    }
+    kernels::binary_rows_forward(op, out.data(), a_in.data(), a_flat_step == 1 ? block : 0,
+                                 b_in.data(), b_flat_step == 1 ? block : 0, out.numel() / block,
+                                 block);
     return out;
   }
   // Row by row along the last axis; the kernel wants each operand's step
@@ -149,9 +146,13 @@ Tensor mul(const Tensor& a, const Tensor& b) {
   return record("mul", y, {a, b}, [a, b](const Tensor& dy) {
     if (a.same(b)) {
       // x ⊙ x: both gradients, dy ⊙ x twice, reach the same tensor, so they
-      // go as one, dy ⊙ 2x. Doubling is exact, so this is the sum the engine
-      // would form (to the bit, unless the products are subnormal).
-      return Gradients{mul(dy, a * real(2)), Tensor()};
+      // go as one, dy ⊙ x doubled in place. Doubling is exact, so this is the
+      // sum the engine would form (to the bit, unless the products are
+      // subnormal).
+      Tensor twice = detail::binary_values(Binary::mul, "mul", dy, a);
+      kernels::binary_forward(Binary::add, twice.data(), twice.data(), 1, twice.data(), 1,
+                              twice.numel());
+      return Gradients{twice, Tensor()};
     }
     return Gradients{requires_grad(a) ? product_gradient(dy, b, a.shape()) : Tensor(),
                      requires_grad(b) ? product_gradient(dy, a, b.shape()) : Tensor()};

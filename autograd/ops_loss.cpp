@@ -2,48 +2,54 @@
 // (nn/loss.hpp composes the losses from them).
 #include <memory>
 
+#include "autograd/op_helpers.hpp"
 #include "autograd/ops.hpp"
 #include "tensor/error.hpp"
 #include "tensor/factory.hpp"
 
 namespace attograd {
 
-namespace {
-
-Tensor reduce(const Tensor& losses, Reduction reduction) {
-  switch (reduction) {
-    case Reduction::none:
-      return losses;
-    case Reduction::sum:
-      return sum(losses);
-    case Reduction::mean:
-      return mean(losses);
-  }
-  fail("loss: unknown Reduction value {}", static_cast<int>(reduction));
-}
-
-}  // namespace
+using kernels::Binary;
 
 // ℓ = reduce((x − t)²)     dx = c · dℓ ⊙ (x − t),   dt = −dx
 // (c = 2, or 2/n for the mean; dℓ is one number when reduced)
 //
 // One op rather than sub, square and the reduction: the difference is made
 // once and kept for the backward, and a small loss (the kernel-regression
-// example's 50 numbers) costs one graph node instead of two or three.
+// example's 50 numbers) costs one graph node and two tensors instead of three
+// nodes and five tensors.
 Tensor squared_errors(const Tensor& input, const Tensor& target, Reduction reduction) {
-  Tensor difference, loss;
-  {
-    NoGradGuard values_only;
-    difference = input - target;
-    loss = reduce(difference * difference, reduction);
+  const Tensor difference = detail::binary_values(Binary::sub, "mse_loss", input, target);
+  const int64_t n = difference.numel();
+  const real* d = difference.data();
+  Tensor loss;
+  if (reduction == Reduction::none) {
+    loss = Tensor::empty(difference.shape());
+    kernels::binary_forward(Binary::mul, loss.data(), d, 1, d, 1, n);
+  } else {
+    check(reduction == Reduction::sum || reduction == Reduction::mean,
+          "mse_loss: unknown Reduction value {}", static_cast<int>(reduction));
+    check(reduction == Reduction::sum || n > 0,
+          "mse_loss: cannot average an empty tensor of shape {}", difference.shape());
+    real total = 0;  // Σ (x − t)², one dot product of the difference with itself
+    kernels::column_dots(&total, d, d, n, 1);
+    loss = full({}, reduction == Reduction::mean ? total / static_cast<real>(n) : total);
   }
-  const double scale =
-      reduction == Reduction::mean ? 2.0 / static_cast<double>(input.numel()) : 2.0;
+  const auto scale =
+      static_cast<real>(reduction == Reduction::mean ? 2.0 / static_cast<double>(n) : 2.0);
   return record(
       "mse_loss", loss, {input, target},
-      [difference, scale, input_grad = requires_grad(input),
+      [difference, scale, reduced = reduction != Reduction::none, input_grad = requires_grad(input),
        target_grad = requires_grad(target)](const Tensor& dloss) {
-        const Tensor dinput = difference * (dloss * static_cast<real>(scale));
+        Tensor dinput;
+        if (reduced) {  // dℓ is one number: one pass, c·dℓ times the difference
+          const real factor = dloss.item() * scale;
+          dinput = Tensor::empty(difference.shape());
+          kernels::binary_forward(Binary::mul, dinput.data(), difference.data(), 1, &factor, 0,
+                                  difference.numel());
+        } else {
+          dinput = difference * (dloss * scale);
+        }
         return Gradients{input_grad ? dinput : Tensor(), target_grad ? -dinput : Tensor()};
       });
 }

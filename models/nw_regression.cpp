@@ -244,7 +244,6 @@ Tensor NWKernelRegression::attend(const Tensor& scores_unscaled, const Tensor& v
         "NWKernelRegression::attend: expected scores (Q,1,K) and values (Q,K,1), got {} and {}",
         scores_unscaled.defined() ? scores_unscaled.shape() : Shape{},
         values.defined() ? values.shape() : Shape{});
-  const int64_t q = values.size(0);
   const int64_t k = values.size(1);
   check(k >= 1, "NWKernelRegression: keys {} have no columns to attend to", values.shape());
   check(options_.weight_count() == 1 || options_.weight_count() == k,
@@ -252,10 +251,12 @@ Tensor NWKernelRegression::attend(const Tensor& scores_unscaled, const Tensor& v
         "(weight_count 1) or one entry per key",
         options_.weight_count(), k);
 
-  Tensor weights;  // α (Q,1,K), without history
-  Tensor pooled = fast::attention_pool(scores_unscaled * (w * w), values, &weights);  // (Q,1,1)
-  attention_weights_ = reshape(weights, {q, k});
-  return pooled;
+  return fast::attention_pool(scores_unscaled * (w * w), values, &attention_weights_);  // (Q,1,1)
+}
+
+Tensor NWKernelRegression::attention_weights() const {
+  if (!attention_weights_.defined()) return Tensor();
+  return reshape(attention_weights_, {attention_weights_.size(0), attention_weights_.size(2)});
 }
 
 Tensor leave_one_out(const Tensor& x) {

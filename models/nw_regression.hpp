@@ -177,8 +177,9 @@ class NWKernelRegression : public nn::Module {
   // everything already in bmm's batch layout: training forms these once.
   Tensor attend(const Tensor& scores_unscaled, const Tensor& values);
 
-  // (Q,K): the weights of the last forward, without history (for plots).
-  const Tensor& attention_weights() const { return attention_weights_; }
+  // (Q,K): the weights of the last forward, without history (for plots);
+  // undefined before the first.
+  Tensor attention_weights() const;
   const NWKernelRegressionOptions& options() const { return options_; }
 
   Tensor w;  // (weight_count)
@@ -188,7 +189,7 @@ class NWKernelRegression : public nn::Module {
 
  private:
   NWKernelRegressionOptions options_;
-  Tensor attention_weights_;
+  Tensor attention_weights_;  // (Q,1,K), as attend() made them
 };
 
 // x: (N) -> (N, N−1).  Row i holds every entry of x except x[i], in order:

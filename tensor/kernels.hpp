@@ -50,6 +50,8 @@ void pow_forward(real* out, const real* x, real p, int64_t n);
 void pow_backward(real* dx, const real* dy, const real* x, real p, int64_t n);
 void binary_forward(Binary op, real* out, const real* a, int64_t a_step, const real* b,
                     int64_t b_step, int64_t n);
+void binary_rows_forward(Binary op, real* out, const real* a, int64_t a_row_step, const real* b,
+                         int64_t b_row_step, int64_t rows, int64_t n);
 void exp_nonpositive(real* out, const real* x, int64_t n);
 void accumulate(real* out, const real* x, int64_t n);
 void sum_axis_forward(real* out, const real* x, int64_t outer, int64_t n, int64_t inner);
@@ -92,6 +94,11 @@ void pow_backward(real* dx, const real* dy, const real* x, real p, int64_t n);
 // out: (n); a, b: (n) when their step is 1, one value when it is 0.  out = a ∘ b
 void binary_forward(Binary op, real* out, const real* a, int64_t a_step, const real* b,
                     int64_t b_step, int64_t n);
+// out: (rows, n); row r of a at a + r·a_row_step, of b at b + r·b_row_step, each n
+// contiguous values (a row step of 0 repeats one row for every r: a row of
+// weights broadcast over the queries).  out[r] = a[r] ∘ b[r], one call for all rows
+void binary_rows_forward(Binary op, real* out, const real* a, int64_t a_row_step, const real* b,
+                         int64_t b_row_step, int64_t rows, int64_t n);
 // out, x: (n), x ≤ 0.  out = eˣ, the exp of the softmax kernels (whose arguments are
 // x − max ≤ 0). In float within 1 ulp of std::exp, with results below the smallest
 // normal number (x < −87.34) flushed to 0 (tensor/kernels_simd.hpp says how); in double

@@ -137,7 +137,7 @@ void register_rows_forward(real* out, real* weights, const real* scores, const r
 template <int64_t N>
 void register_rows_forward(real* out, real* weights, const real* scores, const real* values,
                            int64_t B, int64_t Tq, int64_t Tk) {
-  constexpr int64_t R = N <= 2 ? 4 : 2;  // rows at once, as many as the registers hold
+  constexpr int64_t R = 4;  // rows at once; then 2 and 1 for the last rows
   const int64_t last_count = Tk - (N - 1) * W;
   const FirstLanes last(last_count == W ? 0 : last_count);
   const int64_t rows = B * Tq;
@@ -145,7 +145,11 @@ void register_rows_forward(real* out, real* weights, const real* scores, const r
   for (; row + R <= rows; row += R) {
     register_rows_forward<N, R>(out, weights, scores, values, row, Tq, Tk, last_count, last);
   }
-  for (; row < rows; ++row) {
+  if (row + 2 <= rows) {
+    register_rows_forward<N, 2>(out, weights, scores, values, row, Tq, Tk, last_count, last);
+    row += 2;
+  }
+  if (row < rows) {
     register_rows_forward<N, 1>(out, weights, scores, values, row, Tq, Tk, last_count, last);
   }
 }

@@ -114,6 +114,13 @@ void binary_forward(Binary op, real* out, const real* a, int64_t a_step, const r
   }
 }
 
+void binary_rows_forward(Binary op, real* out, const real* a, int64_t a_row_step, const real* b,
+                         int64_t b_row_step, int64_t rows, int64_t n) {
+  for (int64_t r = 0; r < rows; ++r) {
+    scalar::binary_forward(op, out + r * n, a + r * a_row_step, 1, b + r * b_row_step, 1, n);
+  }
+}
+
 void exp_nonpositive(real* out, const real* x, int64_t n) {
   // ln of the smallest normal number: (min_exponent − 1)·ln2, −87.34 in float.
   const real lowest =
@@ -235,6 +242,26 @@ void pow_backward(real* dx, const real* dy, const real* x, real p, int64_t n) {
       dy, x);
 }
 
+// Calls run(f) with f the op on two batches, chosen once by a switch, so
+// that the loops inside `run` are compiled once per op.
+template <typename Run>
+void with_batch_op(Binary op, Run&& run) {
+  switch (op) {
+    case Binary::add:
+      run([](Batch x, Batch y) { return x + y; });
+      break;
+    case Binary::sub:
+      run([](Batch x, Batch y) { return x - y; });
+      break;
+    case Binary::mul:
+      run([](Batch x, Batch y) { return x * y; });
+      break;
+    case Binary::div:
+      run([](Batch x, Batch y) { return x / y; });
+      break;
+  }
+}
+
 void binary_forward(Binary op, real* out, const real* a, int64_t a_step, const real* b,
                     int64_t b_step, int64_t n) {
   // A step of 0 means "one value for every i": broadcast it into a batch.
@@ -254,20 +281,20 @@ void binary_forward(Binary op, real* out, const real* a, int64_t a_step, const r
       scalar::binary_forward(op, out, a, a_step, b, b_step, n);
     }
   };
-  switch (op) {
-    case Binary::add:
-      run([](Batch x, Batch y) { return x + y; });
-      break;
-    case Binary::sub:
-      run([](Batch x, Batch y) { return x - y; });
-      break;
-    case Binary::mul:
-      run([](Batch x, Batch y) { return x * y; });
-      break;
-    case Binary::div:
-      run([](Batch x, Batch y) { return x / y; });
-      break;
-  }
+  with_batch_op(op, run);
+}
+
+// The op is chosen once for all the rows, not once per row.
+void binary_rows_forward(Binary op, real* out, const real* a, int64_t a_row_step, const real* b,
+                         int64_t b_row_step, int64_t rows, int64_t n) {
+  auto run = [&](auto f) {
+    for (int64_t r = 0; r < rows; ++r) {
+      map(
+          out + r * n, n, [&](Batch x, Batch y, Batch) { return f(x, y); }, a + r * a_row_step,
+          b + r * b_row_step);
+    }
+  };
+  with_batch_op(op, run);
 }
 
 void accumulate(real* out, const real* x, int64_t n) {
@@ -292,6 +319,10 @@ void pow_backward(real* dx, const real* dy, const real* x, real p, int64_t n) {
 void binary_forward(Binary op, real* out, const real* a, int64_t a_step, const real* b,
                     int64_t b_step, int64_t n) {
   scalar::binary_forward(op, out, a, a_step, b, b_step, n);
+}
+void binary_rows_forward(Binary op, real* out, const real* a, int64_t a_row_step, const real* b,
+                         int64_t b_row_step, int64_t rows, int64_t n) {
+  scalar::binary_rows_forward(op, out, a, a_row_step, b, b_row_step, rows, n);
 }
 void accumulate(real* out, const real* x, int64_t n) { scalar::accumulate(out, x, n); }
 

@@ -28,13 +28,13 @@ Tensor attention_pool(const Tensor& scores, const Tensor& values, Tensor* weight
     return bmm(alpha, values);
   }
   const int64_t B = s[0], Tq = s[1], Tk = s[2], dv = v[2];
-  const Tensor score_rows = detach(scores).contiguous_data();
-  const Tensor value_rows = detach(values).contiguous_data();
+  const Tensor score_rows = scores.contiguous_data();  // without history, row-major
+  const Tensor value_rows = values.contiguous_data();
   Tensor alpha = Tensor::empty(s);
   Tensor out = Tensor::empty({B, Tq, dv});
   kernels::attention_pool_forward(out.data(), alpha.data(), score_rows.data(), value_rows.data(), B,
                                   Tq, Tk, dv);
-  if (weights != nullptr) *weights = detach(alpha);
+  if (weights != nullptr) *weights = alpha;  // made here: it has no history
   return record("attention_pool", out, {scores, values},
                 [alpha, value_rows, pooled = saved_output(out), need_values = requires_grad(values),
                  B, Tq, Tk, dv](const Tensor& dy) {

@@ -193,6 +193,28 @@ TEST_CASE("binary kernels: SIMD equals scalar for every step pattern", "[kernels
   }
 }
 
+TEST_CASE("binary_rows_forward: SIMD equals scalar, either operand a repeated row", "[kernels]") {
+  Generator generator(13);
+  for (k::Binary op : {k::Binary::add, k::Binary::sub, k::Binary::mul, k::Binary::div}) {
+    for (const bool a_repeated : {false, true}) {
+      for (int64_t rows : {1, 3}) {
+        for (int64_t n : kSizes) {
+          const Values a = draw((a_repeated ? 1 : rows) * n, -3, 3, generator);
+          const Values b = draw((a_repeated ? rows : 1) * n, 0.5, 3, generator);
+          Values out_simd(rows * n), out_scalar(rows * n);
+          const int64_t a_step = a_repeated ? 0 : n, b_step = a_repeated ? n : 0;
+          k::binary_rows_forward(op, out_simd.data(), a.data(), a_step, b.data(), b_step, rows, n);
+          k::scalar::binary_rows_forward(op, out_scalar.data(), a.data(), a_step, b.data(), b_step,
+                                         rows, n);
+          check_equal(
+              fmt::format("{} rows {} n={} a repeated {}", name_of(op), rows, n, a_repeated),
+              out_simd, out_scalar);
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("accumulate: SIMD equals scalar", "[kernels]") {
   Generator generator(4);
   for (int64_t n : kSizes) {
