@@ -62,11 +62,13 @@ void softmax_forward(real* out, const real* x, int64_t rows, int64_t cols);
 void softmax_backward(real* dx, const real* y, const real* dy, int64_t rows, int64_t cols);
 void log_softmax_forward(real* out, const real* x, int64_t rows, int64_t cols);
 void log_softmax_backward(real* dx, const real* y, const real* dy, int64_t rows, int64_t cols);
-void attention_pool_forward(real* out, real* weights, const real* scores, const real* values,
-                            int64_t B, int64_t Tq, int64_t Tk, int64_t dv);
-void attention_pool_backward(real* dscores, real* dvalues, const real* dout, const real* weights,
-                             const real* values, const real* out, int64_t B, int64_t Tq, int64_t Tk,
-                             int64_t dv);
+void attention_pool_forward(real* out, real* weights, const real* scores, const real* scale,
+                            int64_t scale_count, const real* values, int64_t B, int64_t Tq,
+                            int64_t Tk, int64_t dv);
+void attention_pool_backward(real* dscores, real* dscale, real* dvalues, const real* dout,
+                             const real* weights, const real* scores, const real* scale,
+                             int64_t scale_count, const real* values, const real* out, int64_t B,
+                             int64_t Tq, int64_t Tk, int64_t dv);
 void matmul_forward(real* c, const real* a, Layout a_layout, const real* b, Layout b_layout,
                     int64_t M, int64_t K, int64_t N);
 void bmm_forward(real* c, const real* a, Layout a_layout, int64_t a_step, const real* b,
@@ -125,18 +127,23 @@ void softmax_backward(real* dx, const real* y, const real* dy, int64_t rows, int
 void log_softmax_forward(real* out, const real* x, int64_t rows, int64_t cols);
 // dx, y, dy: (rows, cols), y = log_softmax(x).  dx = dy − exp(y) · Σ dy
 void log_softmax_backward(real* dx, const real* y, const real* dy, int64_t rows, int64_t cols);
-// out: (B,Tq,dv); weights, scores: (B,Tq,Tk); values: (B,Tk,dv).  Attention pooling
-// (tensor/kernels_attention.cpp): weights = softmax(scores) row by row, out[b] =
-// weights[b] @ values[b]. Tk = 0 pools nothing: out = 0.
-void attention_pool_forward(real* out, real* weights, const real* scores, const real* values,
-                            int64_t B, int64_t Tq, int64_t Tk, int64_t dv);
-// dscores: (B,Tq,Tk); dvalues: (B,Tk,dv), or null when not wanted; dout, out: (B,Tq,dv);
-// weights: (B,Tq,Tk), values: (B,Tk,dv) as in the forward.  Both written (not accumulated):
-//   dα = dout @ valuesᵀ,  dscores = α ⊙ (dα − Σ_k α_k dα_k), the sum formed as dout · out
-//   dvalues[b] = weights[b]ᵀ @ dout[b]
-void attention_pool_backward(real* dscores, real* dvalues, const real* dout, const real* weights,
-                             const real* values, const real* out, int64_t B, int64_t Tq, int64_t Tk,
-                             int64_t dv);
+// out: (B,Tq,dv); weights, scores: (B,Tq,Tk); scale: S factors, S = 0 (none; scale
+// may be null), 1 (one for every score) or Tk (one per key, the same for every row);
+// values: (B,Tk,dv).  Attention pooling (tensor/kernels_attention.cpp):
+//   z = scores ⊙ scale,  weights = softmax(z) row by row,  out[b] = weights[b] @ values[b]
+// Tk = 0 pools nothing: out = 0.
+void attention_pool_forward(real* out, real* weights, const real* scores, const real* scale,
+                            int64_t scale_count, const real* values, int64_t B, int64_t Tq,
+                            int64_t Tk, int64_t dv);
+// dscores: (B,Tq,Tk); dscale: (S); dvalues: (B,Tk,dv) — each null when not wanted,
+// written (not accumulated); the inputs as in the forward, out its result:
+//   dα = dout @ valuesᵀ,  dz = α ⊙ (dα − Σ_k α_k dα_k), the sum formed as dout · out
+//   dscores = dz ⊙ scale,  dscale = Σ over the rows of dz ⊙ scores (and over the keys
+//   when S = 1),  dvalues[b] = weights[b]ᵀ @ dout[b]
+void attention_pool_backward(real* dscores, real* dscale, real* dvalues, const real* dout,
+                             const real* weights, const real* scores, const real* scale,
+                             int64_t scale_count, const real* values, const real* out, int64_t B,
+                             int64_t Tq, int64_t Tk, int64_t dv);
 // c: (M,N); a: (M,K) stored per a_layout; b: (K,N) stored per b_layout.  c = a @ b
 void matmul_forward(real* c, const real* a, Layout a_layout, const real* b, Layout b_layout,
                     int64_t M, int64_t K, int64_t N);

@@ -1,29 +1,45 @@
 // tensor/kernels_attention.cpp — attention pooling: a softmax over each row
-// of scores and the weighted sum of the values it selects, in one kernel. The
-// scalar specification first, then the xsimd version that must agree with it.
+// of (optionally scaled) scores and the weighted sum of the values it
+// selects, in one kernel. The scalar specification first, then the xsimd
+// version that must agree with it.
 //
 // Legend: B batches, Tq queries per batch, Tk keys (and values) per batch,
-// dv the size of one value.
+// dv the size of one value, S the number of scale factors (0: no scale; 1:
+// one for every score; Tk: one per key).
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "tensor/kernels.hpp"
 #include "tensor/kernels_simd.hpp"
 
 namespace attograd::kernels {
 
+namespace {
+
+// The factor that scales score k: 1 without a scale, else the one factor or the key's own.
+inline real scale_of(const real* scale, int64_t scale_count, int64_t k) {
+  return scale_count == 0 ? real(1) : scale[scale_count == 1 ? 0 : k];
+}
+
+}  // namespace
+
 namespace scalar {
 
-void attention_pool_forward(real* out, real* weights, const real* scores, const real* values,
-                            int64_t B, int64_t Tq, int64_t Tk, int64_t dv) {
+void attention_pool_forward(real* out, real* weights, const real* scores, const real* scale,
+                            int64_t scale_count, const real* values, int64_t B, int64_t Tq,
+                            int64_t Tk, int64_t dv) {
   for (int64_t b = 0; b < B; ++b) {
     const real* v = values + b * Tk * dv;  // (Tk,dv), shared by the batch's Tq rows
     for (int64_t q = 0; q < Tq; ++q) {
       const int64_t row = b * Tq + q;
       real* alpha = weights + row * Tk;
-      softmax_forward(alpha, scores + row * Tk, 1, Tk);
+      for (int64_t k = 0; k < Tk; ++k) {
+        alpha[k] = scores[row * Tk + k] * scale_of(scale, scale_count, k);
+      }
+      softmax_forward(alpha, alpha, 1, Tk);
       for (int64_t d = 0; d < dv; ++d) {
         real total = 0;
         for (int64_t k = 0; k < Tk; ++k) total += alpha[k] * v[k * dv + d];
@@ -33,10 +49,12 @@ void attention_pool_forward(real* out, real* weights, const real* scores, const 
   }
 }
 
-void attention_pool_backward(real* dscores, real* dvalues, const real* dout, const real* weights,
-                             const real* values, const real* out, int64_t B, int64_t Tq, int64_t Tk,
-                             int64_t dv) {
+void attention_pool_backward(real* dscores, real* dscale, real* dvalues, const real* dout,
+                             const real* weights, const real* scores, const real* scale,
+                             int64_t scale_count, const real* values, const real* out, int64_t B,
+                             int64_t Tq, int64_t Tk, int64_t dv) {
   if (dvalues != nullptr) std::fill(dvalues, dvalues + B * Tk * dv, real(0));
+  if (dscale != nullptr) std::fill(dscale, dscale + scale_count, real(0));
   for (int64_t b = 0; b < B; ++b) {
     const real* v = values + b * Tk * dv;
     for (int64_t q = 0; q < Tq; ++q) {
@@ -49,7 +67,9 @@ void attention_pool_backward(real* dscores, real* dvalues, const real* dout, con
       for (int64_t k = 0; k < Tk; ++k) {
         real d_alpha = 0;
         for (int64_t d = 0; d < dv; ++d) d_alpha += g[d] * v[k * dv + d];
-        dscores[row * Tk + k] = alpha[k] * (d_alpha - inner);
+        const real dz = alpha[k] * (d_alpha - inner);  // the scaled score's gradient
+        if (dscores != nullptr) dscores[row * Tk + k] = dz * scale_of(scale, scale_count, k);
+        if (dscale != nullptr) dscale[scale_count == 1 ? 0 : k] += dz * scores[row * Tk + k];
       }
       if (dvalues == nullptr) continue;
       for (int64_t k = 0; k < Tk; ++k) {
@@ -70,23 +90,24 @@ namespace {
 // Rows of at most kRegisterBatches batches with one number per value (dv = 1:
 // Nadaraya–Watson's pooling, 49 keys): a row's scores, weights and values
 // live in registers from the one load to the one store, instead of the
-// softmax's passes over memory followed by a dot product's. The last batch
-// is padded with −∞ in the scores (e^−∞ = 0: a padded lane has weight 0)
-// and with 0 in the values.
+// softmax's passes over memory followed by a dot product's. The lanes past
+// the row's end hold −∞ as scaled scores (e^−∞ = 0: weight 0), 0 as scores,
+// values and weights, and 1 as scale factors, so they add nothing anywhere.
 constexpr int64_t kRegisterBatches = 4;
 
+// One row of N batches; the last has `count` (1 … W) lanes of the row.
 template <int64_t N>
 struct Lanes {
   std::array<Batch, N> v;
 
-  Lanes() { v.fill(Batch(real(0))); }
-  Lanes(const real* p, const FirstLanes& last, int64_t last_count, real pad) {
+  explicit Lanes(real fill = 0) { v.fill(Batch(fill)); }
+  Lanes(const real* p, const FirstLanes& last, int64_t count, real pad) {
     for (int64_t i = 0; i + 1 < N; ++i) v[i] = load(p + i * W);
-    v[N - 1] = last_count == W ? load(p + (N - 1) * W) : last.read(p + (N - 1) * W, pad);
+    v[N - 1] = count == W ? load(p + (N - 1) * W) : last.read(p + (N - 1) * W, pad);
   }
-  void store(real* p, const FirstLanes& last, int64_t last_count) const {
+  void store(real* p, const FirstLanes& last, int64_t count) const {
     for (int64_t i = 0; i + 1 < N; ++i) v[i].store_unaligned(p + i * W);
-    if (last_count == W) {
+    if (count == W) {
       v[N - 1].store_unaligned(p + (N - 1) * W);
     } else {
       last.write(p + (N - 1) * W, v[N - 1]);
@@ -99,109 +120,162 @@ struct Lanes {
   }
 };
 
+// What every row of a call shares: where the last batch ends, and the scale.
+template <int64_t N>
+struct RowShape {
+  int64_t Tq, Tk;
+  int64_t count;         // lanes of the row in its last batch
+  FirstLanes last;       // moves them
+  bool scaled;           // scale_count > 0
+  Lanes<N> factors;      // the scale factors, lane by lane (1 past the row's end)
+  Batch past_end_lanes;  // in the last batch, all-ones bits where a lane is past the row's end
+
+  RowShape(int64_t Tq_in, int64_t Tk_in, const real* scale, int64_t scale_count)
+      : Tq(Tq_in),
+        Tk(Tk_in),
+        count(Tk_in - (N - 1) * W),
+        last(count == W ? 0 : count),
+        scaled(scale_count > 0),
+        factors(scale_count == 1 ? scale[0] : real(1)) {
+    if (scale_count > 1) factors = Lanes<N>(scale, last, count, 1);
+  }
+
+  // Row `row`'s scaled scores, −∞ past its end.
+  Lanes<N> scaled_scores(const real* scores, int64_t row) const {
+    if (!scaled) return Lanes<N>(scores + row * Tk, last, count, lowest());
+    Lanes<N> z(scores + row * Tk, last, count, 0);
+    for (int64_t i = 0; i < N; ++i) z.v[i] *= factors.v[i];
+    if (count < W) {
+      const auto inside = load(kLaneIndex.data()) < Batch(real(count));
+      z.v[N - 1] = xsimd::select(inside, z.v[N - 1], Batch(lowest()));
+    }
+    return z;
+  }
+
+  static real lowest() { return -std::numeric_limits<real>::infinity(); }
+};
+
 // R rows at once: each row's forward is one chain of dependent steps (the
 // maximum, its lanes' reduction, e^x, the sum, its reduction, 1/Σ, the dot
 // product, its reduction), far longer than the arithmetic along it; R
 // independent chains side by side keep the vector units busy meanwhile.
 template <int64_t N, int64_t R>
 void register_rows_forward(real* out, real* weights, const real* scores, const real* values,
-                           int64_t first_row, int64_t Tq, int64_t Tk, int64_t last_count,
-                           const FirstLanes& last) {
-  const real lowest = -std::numeric_limits<real>::infinity();
-  std::array<Lanes<N>, R> s;
+                           int64_t first_row, const RowShape<N>& shape) {
+  std::array<Lanes<N>, R> z;
   std::array<Batch, R> largest, inverse, pooled;
   for (int64_t r = 0; r < R; ++r) {
-    s[r] = Lanes<N>(scores + (first_row + r) * Tk, last, last_count, lowest);
-    largest[r] = s[r].v[0];
-    for (int64_t i = 1; i < N; ++i) largest[r] = xsimd::max(largest[r], s[r].v[i]);
+    z[r] = shape.scaled_scores(scores, first_row + r);
+    largest[r] = z[r].v[0];
+    for (int64_t i = 1; i < N; ++i) largest[r] = xsimd::max(largest[r], z[r].v[i]);
   }
   for (int64_t r = 0; r < R; ++r) largest[r] = Batch(reduce_max(largest[r]));
   for (int64_t r = 0; r < R; ++r) {
-    for (int64_t i = 0; i < N; ++i) s[r].v[i] = exp_nonpositive<real>(s[r].v[i] - largest[r]);
+    for (int64_t i = 0; i < N; ++i) z[r].v[i] = exp_nonpositive<real>(z[r].v[i] - largest[r]);
   }
-  for (int64_t r = 0; r < R; ++r) inverse[r] = Batch(xsimd::hadd(s[r].total()));
+  for (int64_t r = 0; r < R; ++r) inverse[r] = Batch(xsimd::hadd(z[r].total()));
   for (int64_t r = 0; r < R; ++r) inverse[r] = Batch(real(1)) / inverse[r];
   for (int64_t r = 0; r < R; ++r) {
     const int64_t row = first_row + r;
-    const Lanes<N> v(values + (row / Tq) * Tk, last, last_count, 0);
+    const Lanes<N> v(values + (row / shape.Tq) * shape.Tk, shape.last, shape.count, 0);
     pooled[r] = Batch(real(0));
     for (int64_t i = 0; i < N; ++i) {
-      s[r].v[i] *= inverse[r];
-      pooled[r] = simd::fma(s[r].v[i], v.v[i], pooled[r]);
+      z[r].v[i] *= inverse[r];
+      pooled[r] = simd::fma(z[r].v[i], v.v[i], pooled[r]);
     }
-    s[r].store(weights + row * Tk, last, last_count);
+    z[r].store(weights + row * shape.Tk, shape.last, shape.count);
   }
   for (int64_t r = 0; r < R; ++r) out[first_row + r] = xsimd::hadd(pooled[r]);
 }
 
 template <int64_t N>
-void register_rows_forward(real* out, real* weights, const real* scores, const real* values,
-                           int64_t B, int64_t Tq, int64_t Tk) {
+void register_rows_forward(real* out, real* weights, const real* scores, const real* scale,
+                           int64_t scale_count, const real* values, int64_t B, int64_t Tq,
+                           int64_t Tk) {
   constexpr int64_t R = 4;  // rows at once; then 2 and 1 for the last rows
-  const int64_t last_count = Tk - (N - 1) * W;
-  const FirstLanes last(last_count == W ? 0 : last_count);
+  const RowShape<N> shape(Tq, Tk, scale, scale_count);
   const int64_t rows = B * Tq;
   int64_t row = 0;
   for (; row + R <= rows; row += R) {
-    register_rows_forward<N, R>(out, weights, scores, values, row, Tq, Tk, last_count, last);
+    register_rows_forward<N, R>(out, weights, scores, values, row, shape);
   }
   if (row + 2 <= rows) {
-    register_rows_forward<N, 2>(out, weights, scores, values, row, Tq, Tk, last_count, last);
+    register_rows_forward<N, 2>(out, weights, scores, values, row, shape);
     row += 2;
   }
-  if (row < rows) {
-    register_rows_forward<N, 1>(out, weights, scores, values, row, Tq, Tk, last_count, last);
-  }
+  if (row < rows) register_rows_forward<N, 1>(out, weights, scores, values, row, shape);
 }
 
-//   ds = α ⊙ (g·v − g·out),  dv += g·α   (g, out: one number per row)
+//   dz = α ⊙ (g·v − g·out),  dscores = dz ⊙ c,  dscale += dz ⊙ scores,  dvalues += g·α
+// (g, out: one number per row). Each output is formed only when asked for.
 template <int64_t N>
-void register_rows_backward(real* dscores, real* dvalues, const real* dout, const real* weights,
-                            const real* values, const real* out, int64_t B, int64_t Tq,
-                            int64_t Tk) {
-  const int64_t last_count = Tk - (N - 1) * W;
-  const FirstLanes last(last_count == W ? 0 : last_count);
+void register_rows_backward(real* dscores, real* dscale, real* dvalues, const real* dout,
+                            const real* weights, const real* scores, const real* scale,
+                            int64_t scale_count, const real* values, const real* out, int64_t B,
+                            int64_t Tq, int64_t Tk) {
+  const RowShape<N> shape(Tq, Tk, scale, scale_count);
+  Lanes<N> dscale_lanes;  // Σ over every row of dz ⊙ scores, lane by lane
   for (int64_t b = 0; b < B; ++b) {
-    const Lanes<N> v(values + b * Tk, last, last_count, 0);
-    Lanes<N> dv_row;  // Σ over the batch's queries of g·α
+    const Lanes<N> v(values + b * Tk, shape.last, shape.count, 0);
+    Lanes<N> dvalue_row;  // Σ over the batch's queries of g·α
     for (int64_t q = 0; q < Tq; ++q) {
       const int64_t row = b * Tq + q;
       const Batch g(dout[row]);
       const Batch inner(dout[row] * out[row]);
-      Lanes<N> alpha(weights + row * Tk, last, last_count, 0);
+      Lanes<N> dz(weights + row * Tk, shape.last, shape.count, 0);  // α, for now
       for (int64_t i = 0; i < N; ++i) {
-        dv_row.v[i] = simd::fma(g, alpha.v[i], dv_row.v[i]);
-        alpha.v[i] = alpha.v[i] * (g * v.v[i] - inner);
+        dvalue_row.v[i] = simd::fma(g, dz.v[i], dvalue_row.v[i]);
+        dz.v[i] = dz.v[i] * (g * v.v[i] - inner);
       }
-      alpha.store(dscores + row * Tk, last, last_count);
+      if (dscale != nullptr) {
+        const Lanes<N> s(scores + row * Tk, shape.last, shape.count, 0);
+        for (int64_t i = 0; i < N; ++i) {
+          dscale_lanes.v[i] = simd::fma(dz.v[i], s.v[i], dscale_lanes.v[i]);
+        }
+      }
+      if (dscores != nullptr) {
+        for (int64_t i = 0; i < N; ++i) dz.v[i] *= shape.factors.v[i];
+        dz.store(dscores + row * Tk, shape.last, shape.count);
+      }
     }
-    if (dvalues != nullptr) dv_row.store(dvalues + b * Tk, last, last_count);
+    if (dvalues != nullptr) dvalue_row.store(dvalues + b * Tk, shape.last, shape.count);
+  }
+  if (dscale == nullptr) return;
+  if (scale_count == 1) {
+    dscale[0] = xsimd::hadd(dscale_lanes.total());
+  } else {
+    dscale_lanes.store(dscale, shape.last, shape.count);
   }
 }
 
 template <int64_t N = 1>
-bool forward_in_registers(real* out, real* weights, const real* scores, const real* values,
-                          int64_t B, int64_t Tq, int64_t Tk) {
+bool forward_in_registers(real* out, real* weights, const real* scores, const real* scale,
+                          int64_t scale_count, const real* values, int64_t B, int64_t Tq,
+                          int64_t Tk) {
   if (Tk <= N * W) {
-    register_rows_forward<N>(out, weights, scores, values, B, Tq, Tk);
+    register_rows_forward<N>(out, weights, scores, scale, scale_count, values, B, Tq, Tk);
     return true;
   }
   if constexpr (N < kRegisterBatches) {
-    return forward_in_registers<N + 1>(out, weights, scores, values, B, Tq, Tk);
+    return forward_in_registers<N + 1>(out, weights, scores, scale, scale_count, values, B, Tq, Tk);
   } else {
     return false;
   }
 }
 
 template <int64_t N = 1>
-bool backward_in_registers(real* dscores, real* dvalues, const real* dout, const real* weights,
-                           const real* values, const real* out, int64_t B, int64_t Tq, int64_t Tk) {
+bool backward_in_registers(real* dscores, real* dscale, real* dvalues, const real* dout,
+                           const real* weights, const real* scores, const real* scale,
+                           int64_t scale_count, const real* values, const real* out, int64_t B,
+                           int64_t Tq, int64_t Tk) {
   if (Tk <= N * W) {
-    register_rows_backward<N>(dscores, dvalues, dout, weights, values, out, B, Tq, Tk);
+    register_rows_backward<N>(dscores, dscale, dvalues, dout, weights, scores, scale, scale_count,
+                              values, out, B, Tq, Tk);
     return true;
   }
   if constexpr (N < kRegisterBatches) {
-    return backward_in_registers<N + 1>(dscores, dvalues, dout, weights, values, out, B, Tq, Tk);
+    return backward_in_registers<N + 1>(dscores, dscale, dvalues, dout, weights, scores, scale,
+                                        scale_count, values, out, B, Tq, Tk);
   } else {
     return false;
   }
@@ -209,37 +283,53 @@ bool backward_in_registers(real* dscores, real* dvalues, const real* dout, const
 
 }  // namespace
 
-// Short rows of scalar values in registers; anything else is the softmax
-// kernel over all B·Tq rows, then the batched product weights @ values.
-void attention_pool_forward(real* out, real* weights, const real* scores, const real* values,
-                            int64_t B, int64_t Tq, int64_t Tk, int64_t dv) {
+// Short rows of scalar values in registers; anything else is the scores
+// scaled, the softmax kernel over all B·Tq rows, then the batched product
+// weights @ values.
+void attention_pool_forward(real* out, real* weights, const real* scores, const real* scale,
+                            int64_t scale_count, const real* values, int64_t B, int64_t Tq,
+                            int64_t Tk, int64_t dv) {
   if (B == 0 || Tq == 0) return;
   if (Tk == 0) {  // an empty sum
     std::fill(out, out + B * Tq * dv, real(0));
     return;
   }
-  if (dv == 1 && forward_in_registers(out, weights, scores, values, B, Tq, Tk)) return;
-  softmax_forward(weights, scores, B * Tq, Tk);
+  if (dv == 1 &&
+      forward_in_registers(out, weights, scores, scale, scale_count, values, B, Tq, Tk)) {
+    return;
+  }
+  const int64_t rows = B * Tq;
+  std::vector<real> scaled;  // the softmax kernel does not work in place
+  if (scale_count > 0) {
+    scaled.resize(static_cast<size_t>(rows * Tk));
+    if (scale_count == 1) {
+      binary_forward(Binary::mul, scaled.data(), scores, 1, scale, 0, rows * Tk);
+    } else {
+      binary_rows_forward(Binary::mul, scaled.data(), scores, Tk, scale, 0, rows, Tk);
+    }
+  }
+  softmax_forward(weights, scale_count > 0 ? scaled.data() : scores, rows, Tk);
   if (dv == 0) return;
   bmm_forward(out, weights, Layout::normal, Tq * Tk, values, Layout::normal, Tk * dv, B, Tq, Tk,
               dv);
 }
 
-// Short rows of scalar values in registers; otherwise row by row, dα_k = g ·
+// Short rows of scalar values in registers; otherwise row by row: dα_k = g ·
 // v_k and Σ_k α_k dα_k = g · out as dot products over dv (vectorised over the
-// keys instead when dv = 1), and dvalues += α_k g as an axpy per key.
-void attention_pool_backward(real* dscores, real* dvalues, const real* dout, const real* weights,
-                             const real* values, const real* out, int64_t B, int64_t Tq, int64_t Tk,
-                             int64_t dv) {
+// keys instead when dv = 1), dvalues += α_k g as an axpy per key, and the
+// scores' and the scale's gradients from the row of dz.
+void attention_pool_backward(real* dscores, real* dscale, real* dvalues, const real* dout,
+                             const real* weights, const real* scores, const real* scale,
+                             int64_t scale_count, const real* values, const real* out, int64_t B,
+                             int64_t Tq, int64_t Tk, int64_t dv) {
   if (dv == 1 && B > 0 && Tk > 0 &&
-      backward_in_registers(dscores, dvalues, dout, weights, values, out, B, Tq, Tk)) {
+      backward_in_registers(dscores, dscale, dvalues, dout, weights, scores, scale, scale_count,
+                            values, out, B, Tq, Tk)) {
     return;
   }
   if (dvalues != nullptr) std::fill(dvalues, dvalues + B * Tk * dv, real(0));
-  if (dv == 0) {  // nothing was pooled: every score's gradient is 0
-    std::fill(dscores, dscores + B * Tq * Tk, real(0));
-    return;
-  }
+  if (dscale != nullptr) std::fill(dscale, dscale + scale_count, real(0));
+  std::vector<real> dz(static_cast<size_t>(Tk));
   for (int64_t b = 0; b < B; ++b) {
     const real* v = values + b * Tk * dv;
     real* dv_rows = dvalues == nullptr ? nullptr : dvalues + b * Tk * dv;
@@ -247,28 +337,43 @@ void attention_pool_backward(real* dscores, real* dvalues, const real* dout, con
       const int64_t row = b * Tq + q;
       const real* g = dout + row * dv;
       const real* alpha = weights + row * Tk;
-      real* ds = dscores + row * Tk;
       if (dv == 1) {
         const Batch gradient(g[0]), inner(g[0] * out[row]);
         map(
-            ds, Tk, [&](Batch a, Batch value, Batch) { return a * (gradient * value - inner); },
-            alpha, v);
+            dz.data(), Tk,
+            [&](Batch a, Batch value, Batch) { return a * (gradient * value - inner); }, alpha, v);
         if (dv_rows != nullptr) {
           map(
               dv_rows, Tk, [&](Batch a, Batch d, Batch) { return simd::fma(gradient, a, d); },
               alpha, dv_rows);
         }
-        continue;
+      } else {
+        const real inner = dv == 0 ? real(0) : dot(g, out + row * dv, dv);
+        for (int64_t k = 0; k < Tk; ++k) {
+          dz[size_t(k)] = alpha[k] * ((dv == 0 ? real(0) : dot(g, v + k * dv, dv)) - inner);
+        }
+        for (int64_t k = 0; dv_rows != nullptr && k < Tk; ++k) {
+          const Batch weight(alpha[k]);
+          map(
+              dv_rows + k * dv, dv,
+              [&](Batch d, Batch gradient, Batch) { return simd::fma(weight, gradient, d); },
+              dv_rows + k * dv, g);
+        }
       }
-      const real inner = dot(g, out + row * dv, dv);
-      for (int64_t k = 0; k < Tk; ++k) ds[k] = alpha[k] * (dot(g, v + k * dv, dv) - inner);
-      if (dv_rows == nullptr) continue;
-      for (int64_t k = 0; k < Tk; ++k) {
-        const Batch weight(alpha[k]);
+      const real* s = scores + row * Tk;
+      if (dscale != nullptr && scale_count == 1) {
+        dscale[0] += dot(dz.data(), s, Tk);
+      } else if (dscale != nullptr) {
         map(
-            dv_rows + k * dv, dv,
-            [&](Batch d, Batch gradient, Batch) { return simd::fma(weight, gradient, d); },
-            dv_rows + k * dv, g);
+            dscale, Tk, [](Batch total, Batch d, Batch x) { return simd::fma(d, x, total); },
+            dscale, dz.data(), s);
+      }
+      if (dscores == nullptr) continue;
+      if (scale_count == 0) {
+        std::copy(dz.begin(), dz.end(), dscores + row * Tk);
+      } else {  // one factor for the row (step 0), or one per key (step 1)
+        binary_forward(Binary::mul, dscores + row * Tk, dz.data(), 1, scale,
+                       scale_count == 1 ? 0 : 1, Tk);
       }
     }
   }
@@ -276,14 +381,17 @@ void attention_pool_backward(real* dscores, real* dvalues, const real* dout, con
 
 #else  // ATTOGRAD_USE_SIMD off: the library runs the reference loops.
 
-void attention_pool_forward(real* out, real* weights, const real* scores, const real* values,
-                            int64_t B, int64_t Tq, int64_t Tk, int64_t dv) {
-  scalar::attention_pool_forward(out, weights, scores, values, B, Tq, Tk, dv);
+void attention_pool_forward(real* out, real* weights, const real* scores, const real* scale,
+                            int64_t scale_count, const real* values, int64_t B, int64_t Tq,
+                            int64_t Tk, int64_t dv) {
+  scalar::attention_pool_forward(out, weights, scores, scale, scale_count, values, B, Tq, Tk, dv);
 }
-void attention_pool_backward(real* dscores, real* dvalues, const real* dout, const real* weights,
-                             const real* values, const real* out, int64_t B, int64_t Tq, int64_t Tk,
-                             int64_t dv) {
-  scalar::attention_pool_backward(dscores, dvalues, dout, weights, values, out, B, Tq, Tk, dv);
+void attention_pool_backward(real* dscores, real* dscale, real* dvalues, const real* dout,
+                             const real* weights, const real* scores, const real* scale,
+                             int64_t scale_count, const real* values, const real* out, int64_t B,
+                             int64_t Tq, int64_t Tk, int64_t dv) {
+  scalar::attention_pool_backward(dscores, dscale, dvalues, dout, weights, scores, scale,
+                                  scale_count, values, out, B, Tq, Tk, dv);
 }
 
 #endif

@@ -13,7 +13,8 @@ thread_local bool fused_on = true;
 bool fused_ops() { return fused_on; }
 void set_fused_ops(bool on) { fused_on = on; }
 
-Tensor attention_pool(const Tensor& scores, const Tensor& values, Tensor* weights) {
+Tensor attention_pool(const Tensor& scores, const Tensor& values, const Tensor& scale,
+                      Tensor* weights) {
   check_defined("attention_pool", scores);
   check_defined("attention_pool", values);
   const Shape& s = scores.shape();
@@ -22,29 +23,43 @@ Tensor attention_pool(const Tensor& scores, const Tensor& values, Tensor* weight
         "attention_pool: scores {} and values {} must be (B,Tq,Tk) and (B,Tk,dv), with the "
         "same batch B and one value per key (Tk)",
         s, v);
+  const int64_t B = s[0], Tq = s[1], Tk = s[2], dv = v[2];
+  check(!scale.defined() || (scale.dim() <= 1 && (scale.numel() == 1 || scale.numel() == Tk)),
+        "attention_pool: scale {} must be one number or one per key ({}) for scores {}",
+        scale.defined() ? scale.shape() : Shape{}, Tk, s);
   if (!fused_on) {  // the composed twin
-    const Tensor alpha = softmax(scores, 2);
+    const Tensor alpha = softmax(scale.defined() ? scores * scale : scores, 2);
     if (weights != nullptr) *weights = detach(alpha);
     return bmm(alpha, values);
   }
-  const int64_t B = s[0], Tq = s[1], Tk = s[2], dv = v[2];
+  const int64_t scale_count = !scale.defined() ? 0 : scale.numel() == 1 ? 1 : Tk;
   const Tensor score_rows = scores.contiguous_data();  // without history, row-major
   const Tensor value_rows = values.contiguous_data();
+  const Tensor factors = scale.defined() ? scale.contiguous_data() : Tensor();
   Tensor alpha = Tensor::empty(s);
   Tensor out = Tensor::empty({B, Tq, dv});
-  kernels::attention_pool_forward(out.data(), alpha.data(), score_rows.data(), value_rows.data(), B,
-                                  Tq, Tk, dv);
+  kernels::attention_pool_forward(out.data(), alpha.data(), score_rows.data(),
+                                  scale_count > 0 ? factors.data() : nullptr, scale_count,
+                                  value_rows.data(), B, Tq, Tk, dv);
   if (weights != nullptr) *weights = alpha;  // made here: it has no history
-  return record("attention_pool", out, {scores, values},
-                [alpha, value_rows, pooled = saved_output(out), need_values = requires_grad(values),
-                 B, Tq, Tk, dv](const Tensor& dy) {
+  const bool need_scores = requires_grad(scores), need_values = requires_grad(values);
+  const bool need_scale = scale.defined() && requires_grad(scale);
+  return record("attention_pool", out, {scores, values, scale},
+                [alpha, value_rows, pooled = saved_output(out),
+                 scores_kept = need_scale ? score_rows : Tensor(), factors,
+                 scale_shape = scale.defined() ? scale.shape() : Shape{}, scale_count, need_scores,
+                 need_values, need_scale, B, Tq, Tk, dv](const Tensor& dy) {
                   const Tensor grad_out = dy.contiguous_data();
-                  Tensor dscores = Tensor::empty(alpha.shape());
+                  Tensor dscores = need_scores ? Tensor::empty(alpha.shape()) : Tensor();
                   Tensor dvalues = need_values ? Tensor::empty(value_rows.shape()) : Tensor();
+                  Tensor dscale = need_scale ? Tensor::empty(scale_shape) : Tensor();
                   kernels::attention_pool_backward(
-                      dscores.data(), need_values ? dvalues.data() : nullptr, grad_out.data(),
-                      alpha.data(), value_rows.data(), pooled.data(), B, Tq, Tk, dv);
-                  return Gradients{dscores, dvalues};
+                      need_scores ? dscores.data() : nullptr, need_scale ? dscale.data() : nullptr,
+                      need_values ? dvalues.data() : nullptr, grad_out.data(), alpha.data(),
+                      need_scale ? scores_kept.data() : nullptr,
+                      scale_count > 0 ? factors.data() : nullptr, scale_count, value_rows.data(),
+                      pooled.data(), B, Tq, Tk, dv);
+                  return Gradients{dscores, dvalues, dscale};
                 });
 }
 

@@ -14,11 +14,11 @@ namespace {
 
 // Two dense gradients or a deferred and a dense one: equal to float rounding
 // (the deferred one sums its rows in one product, in another order).
-void require_close(const Tensor& a, const Tensor& b) {
+void require_close(const Tensor& a, const Tensor& b, double epsilon = 1e-5, double margin = 1e-6) {
   const std::vector<real> x = a.to_vector(), y = b.to_vector();
   REQUIRE(x.size() == y.size());
   for (size_t i = 0; i < x.size(); ++i) {
-    CHECK(double(x[i]) == Approx(double(y[i])).epsilon(1e-5).margin(1e-6));
+    CHECK(double(x[i]) == Approx(double(y[i])).epsilon(epsilon).margin(margin));
   }
 }
 
@@ -162,11 +162,13 @@ TEST_CASE("a backward closure may still return std::vector<Tensor>", "[autograd]
   CHECK(grad(x).to_vector() == std::vector<real>{3, 3, 3});
 }
 
-// The fused node against its composed twin, softmax then bmm, on shapes that
-// take each of the kernel's paths: scalar values in registers (Tk up to 4W,
-// W = 16 floats with AVX-512), longer rows, several queries per batch sharing
-// the values, values of several numbers.
-TEST_CASE("attention_pool: the fused node equals softmax then bmm", "[autograd][fast_paths]") {
+// The fused node against its composed twin, mul, softmax and bmm, on shapes
+// that take each of the kernel's paths: scalar values in registers (Tk up to
+// 4W, W = 16 floats with AVX-512), longer rows, several queries per batch
+// sharing the values, values of several numbers; without a scale, with one
+// factor for all scores and with one per key; and with constant scores, whose
+// gradient the fused node never forms (Nadaraya–Watson's case).
+TEST_CASE("attention_pool: the fused node equals mul, softmax and bmm", "[autograd][fast_paths]") {
   Generator generator(31);
   struct Case {
     int64_t B, Tq, Tk, dv;
@@ -174,26 +176,47 @@ TEST_CASE("attention_pool: the fused node equals softmax then bmm", "[autograd][
   for (const Case c : {Case{50, 1, 49, 1}, Case{3, 2, 7, 1}, Case{2, 3, 16, 1}, Case{4, 1, 17, 1},
                        Case{2, 2, 65, 1}, Case{1, 1, 1, 1}, Case{2, 3, 9, 5}, Case{3, 1, 200, 8},
                        Case{2, 2, 0, 3}}) {
-    INFO("B " << c.B << ", Tq " << c.Tq << ", Tk " << c.Tk << ", dv " << c.dv);
-    const Tensor scores = requires_grad_(uniform({c.B, c.Tq, c.Tk}, -6.0, 6.0, generator));
-    const Tensor values = requires_grad_(uniform({c.B, c.Tk, c.dv}, -2.0, 2.0, generator));
-    const Tensor upstream = uniform({c.B, c.Tq, c.dv}, -1.0, 1.0, generator);
-    Tensor fused_out, fused_weights, composed_out, composed_weights;
-    const auto fused = gradients({scores, values}, false, [&] {
-      fused_out = fast::attention_pool(scores, values, &fused_weights);
-      return sum(fused_out * upstream);
-    });
-    const auto composed = gradients({scores, values}, true, [&] {
-      composed_out = fast::attention_pool(scores, values, &composed_weights);
-      return sum(composed_out * upstream);
-    });
-    // The weights come from the same softmax formula; the pooled sums and
-    // the scores' gradient are summed in other orders: float rounding.
-    require_close(fused_weights, composed_weights);
-    require_close(fused_out, composed_out);
-    CHECK_FALSE(requires_grad(fused_weights));
-    for (size_t i = 0; i < fused.size(); ++i) {
-      if (fused[i].defined() || composed[i].defined()) require_close(fused[i], composed[i]);
+    for (const int64_t scale_count : {int64_t(0), int64_t(1), c.Tk}) {
+      for (const bool constant_scores : {false, true}) {
+        INFO("B " << c.B << ", Tq " << c.Tq << ", Tk " << c.Tk << ", dv " << c.dv << ", "
+                  << scale_count << " scale factors, constant scores " << constant_scores);
+        Tensor scores = uniform({c.B, c.Tq, c.Tk}, -6.0, 6.0, generator);
+        if (!constant_scores) requires_grad_(scores);
+        const Tensor values = requires_grad_(uniform({c.B, c.Tk, c.dv}, -2.0, 2.0, generator));
+        const Tensor scale = scale_count == 0
+                                 ? Tensor()
+                                 : requires_grad_(uniform({scale_count}, -1.5, 1.5, generator));
+        const Tensor upstream = uniform({c.B, c.Tq, c.dv}, -1.0, 1.0, generator);
+        std::vector<Tensor> leaves{values};
+        if (!constant_scores) leaves.push_back(scores);
+        if (scale.defined()) leaves.push_back(scale);
+        Tensor fused_out, fused_weights, composed_out, composed_weights;
+        const auto fused = gradients(leaves, false, [&] {
+          fused_out = fast::attention_pool(scores, values, scale, &fused_weights);
+          return sum(fused_out * upstream);
+        });
+        const auto composed = gradients(leaves, true, [&] {
+          composed_out = fast::attention_pool(scores, values, scale, &composed_weights);
+          return sum(composed_out * upstream);
+        });
+        // The weights come from the same softmax formula; the pooled sums and
+        // the gradients are summed in other orders: float rounding.
+        require_close(fused_weights, composed_weights);
+        require_close(fused_out, composed_out);
+        CHECK_FALSE(requires_grad(fused_weights));
+        // The scale's gradient (the last leaf) sums B·Tq·Tk terms dz ⊙ scores
+        // of either sign (one number, or one per key over B·Tq rows): its
+        // rounding is relative to those terms, not to the smaller total.
+        REQUIRE(fused.size() == composed.size());
+        for (size_t i = 0; i < fused.size(); ++i) {
+          REQUIRE(fused[i].defined() == composed[i].defined());
+          const bool scale_gradient = scale.defined() && i + 1 == fused.size();
+          if (fused[i].defined()) {
+            require_close(fused[i], composed[i], scale_gradient ? 1e-4 : 1e-5,
+                          scale_gradient ? 1e-5 : 1e-6);
+          }
+        }
+      }
     }
   }
 }
@@ -207,4 +230,7 @@ TEST_CASE("attention_pool: shapes are checked, naming both", "[autograd][fast_pa
                     Catch::StartsWith("attention_pool: scores (2,5) and values (2,5,1)"));
   CHECK_THROWS_WITH(fast::attention_pool(Tensor(), zeros({2, 5, 1})),
                     Catch::StartsWith("attention_pool: got an undefined tensor"));
+  CHECK_THROWS_WITH(fast::attention_pool(scores, zeros({2, 5, 1}), zeros({3})),
+                    "attention_pool: scale (3) must be one number or one per key (5) for scores "
+                    "(2,1,5)");
 }

@@ -537,7 +537,7 @@ std::vector<GradcheckRow> gradcheck_table() {
        "smooth"});
   // attention_pool's fused kernel keeps rows of up to 4W scalar values in
   // registers (W = 8 doubles): Tk 7, 8, 9 and 17 there, 40 past it; dv 4
-  // takes the row-by-row path. On the reference path it is softmax and bmm.
+  // takes the row-by-row path. On the reference path it is mul, softmax and bmm.
   rows.push_back({"attention_pool: softmax over the keys, the weighted sum of the values",
                   [](const Inputs& x) { return fast::attention_pool(x[0], x[1]) * x[2]; },
                   {{any_values({2, 3, 7}), any_values({2, 7, 1}), any_values({2, 3, 1})},
@@ -547,6 +547,20 @@ std::vector<GradcheckRow> gradcheck_table() {
                    {any_values({2, 2, 40}), any_values({2, 40, 1}), any_values({2, 2, 1})},
                    {any_values({2, 2, 9}), any_values({2, 9, 4}), any_values({2, 2, 4})},
                    {any_values({1, 1, 1}), any_values({1, 1, 1}), any_values({1, 1, 1})}},
+                  "smooth"});
+  rows.push_back({"attention_pool: scaled by one factor, and by one per key",
+                  [](const Inputs& x) {
+                    return fast::attention_pool(x[0], x[1], x[2]) * x[3] +
+                           fast::attention_pool(x[0], x[1], x[4]) * x[3];
+                  },
+                  {{any_values({2, 3, 7}), any_values({2, 7, 1}), any_values({1}),
+                    any_values({2, 3, 1}), any_values({7})},
+                   {any_values({3, 1, 9}), any_values({3, 9, 1}), any_values({}),
+                    any_values({3, 1, 1}), any_values({9})},
+                   {any_values({2, 2, 40}), any_values({2, 40, 1}), any_values({1}),
+                    any_values({2, 2, 1}), any_values({40})},
+                   {any_values({2, 2, 9}), any_values({2, 9, 4}), any_values({1}),
+                    any_values({2, 2, 4}), any_values({9})}},
                   "smooth"});
   rows.push_back(
       {"attention_pool: scores read through a transposed view",

@@ -439,7 +439,8 @@ TEST_CASE("attention pooling kernels: SIMD equals scalar", "[kernels]") {
   }
   // Either side of the register rows' limit at 4W keys, W being 8 or 16
   // floats, and of each batch count within it; Nadaraya–Watson's 50 × 49;
-  // odd row counts for the rows taken R at a time; empty batches and values.
+  // row counts that end the R-at-a-time rows with 1, 2 or 3 left; empty
+  // batches and values.
   for (int64_t Tk : {23, 24, 25, 31, 32, 33, 47, 48, 63, 64, 65}) cases.push_back({3, 1, Tk, 1});
   cases.push_back({50, 1, 49, 1});
   cases.push_back({7, 1, 15, 1});
@@ -448,63 +449,97 @@ TEST_CASE("attention pooling kernels: SIMD equals scalar", "[kernels]") {
   cases.push_back({2, 0, 5, 1});
   cases.push_back({2, 2, 5, 0});
   for (const Case c : cases) {
-    const std::string what = fmt::format("(B {}, Tq {}, Tk {}, dv {})", c.B, c.Tq, c.Tk, c.dv);
-    const int64_t rows = c.B * c.Tq;
-    const Values scores = draw(rows * c.Tk, -6, 6, generator);
-    const Values values = draw(c.B * c.Tk * c.dv, -2, 2, generator);
-    const Values dout = draw(rows * c.dv, -2, 2, generator);
+    // No scale, one factor for every score (negative: the padding past a
+    // row's end must stay −∞ after scaling), one factor per key.
+    for (const int64_t scale_count : {int64_t(0), int64_t(1), c.Tk}) {
+      const std::string what = fmt::format("(B {}, Tq {}, Tk {}, dv {}, {} scale factors)", c.B,
+                                           c.Tq, c.Tk, c.dv, scale_count);
+      const int64_t rows = c.B * c.Tq;
+      const Values scores = draw(rows * c.Tk, -6, 6, generator);
+      const Values values = draw(c.B * c.Tk * c.dv, -2, 2, generator);
+      const Values dout = draw(rows * c.dv, -2, 2, generator);
+      const Values scale =
+          scale_count == 1 ? Values{real(-0.7)} : draw(scale_count, -1.5, 1.5, generator);
+      auto factor = [&](int64_t k) {
+        return scale_count == 0 ? 1.0 : double(scale[scale_count == 1 ? 0 : size_t(k)]);
+      };
 
-    Values out_simd(rows * c.dv), out(rows * c.dv);
-    Values weights_simd(rows * c.Tk), weights(rows * c.Tk);
-    k::attention_pool_forward(out_simd.data(), weights_simd.data(), scores.data(), values.data(),
-                              c.B, c.Tq, c.Tk, c.dv);
-    k::scalar::attention_pool_forward(out.data(), weights.data(), scores.data(), values.data(), c.B,
-                                      c.Tq, c.Tk, c.dv);
-    check_close("attention_pool weights " + what, weights_simd, weights,
-                [&](size_t i) { return kTolerance * std::abs(weights[i]); });
-    // Σ_k |α_k v_k[d]|: the scale of output element i's sum.
-    auto pooled_magnitude = [&](size_t i) {
-      const int64_t row = static_cast<int64_t>(i) / c.dv, d = static_cast<int64_t>(i) % c.dv;
-      const int64_t b = row / c.Tq;
-      double total = 0;
-      for (int64_t key = 0; key < c.Tk; ++key) {
-        total += std::abs(double(weights[row * c.Tk + key]) *
-                          double(values[(b * c.Tk + key) * c.dv + d]));
-      }
-      return total;
-    };
-    check_close("attention_pool out " + what, out_simd, out,
-                [&](size_t i) { return kTolerance * (std::abs(out[i]) + pooled_magnitude(i)); });
+      Values out_simd(rows * c.dv), out(rows * c.dv);
+      Values weights_simd(rows * c.Tk), weights(rows * c.Tk);
+      k::attention_pool_forward(out_simd.data(), weights_simd.data(), scores.data(), scale.data(),
+                                scale_count, values.data(), c.B, c.Tq, c.Tk, c.dv);
+      k::scalar::attention_pool_forward(out.data(), weights.data(), scores.data(), scale.data(),
+                                        scale_count, values.data(), c.B, c.Tq, c.Tk, c.dv);
+      // A row's Σ e^z, summed in another order: its rounding grows with Tk.
+      check_close("attention_pool weights " + what, weights_simd, weights, [&](size_t i) {
+        return kTolerance * std::abs(weights[i]) * (1 + double(c.Tk) / 1000);
+      });
+      // Σ_k |α_k v_k[d]|: the scale of output element i's sum.
+      auto pooled_magnitude = [&](size_t i) {
+        const int64_t row = static_cast<int64_t>(i) / c.dv, d = static_cast<int64_t>(i) % c.dv;
+        const int64_t b = row / c.Tq;
+        double total = 0;
+        for (int64_t key = 0; key < c.Tk; ++key) {
+          total += std::abs(double(weights[row * c.Tk + key]) *
+                            double(values[(b * c.Tk + key) * c.dv + d]));
+        }
+        return total;
+      };
+      check_close("attention_pool out " + what, out_simd, out,
+                  [&](size_t i) { return kTolerance * (std::abs(out[i]) + pooled_magnitude(i)); });
 
-    for (const bool want_dvalues : {true, false}) {
-      Values dscores_simd(rows * c.Tk, real(7)), dscores(rows * c.Tk, real(7));
-      Values dvalues_simd(values.size(), real(7)), dvalues(values.size(), real(7));
-      k::attention_pool_backward(dscores_simd.data(), want_dvalues ? dvalues_simd.data() : nullptr,
-                                 dout.data(), weights.data(), values.data(), out.data(), c.B, c.Tq,
-                                 c.Tk, c.dv);
-      k::scalar::attention_pool_backward(dscores.data(), want_dvalues ? dvalues.data() : nullptr,
-                                         dout.data(), weights.data(), values.data(), out.data(),
-                                         c.B, c.Tq, c.Tk, c.dv);
-      // dscores_k = α_k (g·v_k − g·out): each term's scale is α_k Σ_d |g_d| (|v_kd| + |out_d|).
-      check_close("attention_pool dscores " + what, dscores_simd, dscores, [&](size_t i) {
-        const int64_t row = static_cast<int64_t>(i) / std::max<int64_t>(c.Tk, 1);
-        const int64_t key = static_cast<int64_t>(i) % std::max<int64_t>(c.Tk, 1);
-        const int64_t b = row / std::max<int64_t>(c.Tq, 1);
-        double scale = 0;
+      // dz_k = α_k (g·v_k − g·out): its terms' scale is α_k Σ_d |g_d| (|v_kd| + |out_d|).
+      auto dz_magnitude = [&](int64_t row, int64_t key) {
+        const int64_t b = row / c.Tq;
+        double total = 0;
         for (int64_t d = 0; d < c.dv; ++d) {
-          scale += std::abs(double(dout[row * c.dv + d])) *
+          total += std::abs(double(dout[row * c.dv + d])) *
                    (std::abs(double(values[(b * c.Tk + key) * c.dv + d])) +
                     std::abs(double(out[row * c.dv + d])));
         }
-        return kTolerance * (std::abs(dscores[i]) + std::abs(weights[i]) * scale);
-      });
-      if (!want_dvalues) {
-        CHECK(dvalues_simd == Values(values.size(), real(7)));  // not written
-        continue;
+        return std::abs(double(weights[row * c.Tk + key])) * total;
+      };
+      for (const bool want_all : {true, false}) {
+        const real untouched = 7;
+        Values dscores_simd(rows * c.Tk, untouched), dscores(rows * c.Tk, untouched);
+        Values dvalues_simd(values.size(), untouched), dvalues(values.size(), untouched);
+        Values dscale_simd(scale.size(), untouched), dscale(scale.size(), untouched);
+        k::attention_pool_backward(want_all ? dscores_simd.data() : nullptr,
+                                   scale_count > 0 ? dscale_simd.data() : nullptr,
+                                   want_all ? dvalues_simd.data() : nullptr, dout.data(),
+                                   weights.data(), scores.data(), scale.data(), scale_count,
+                                   values.data(), out.data(), c.B, c.Tq, c.Tk, c.dv);
+        k::scalar::attention_pool_backward(
+            want_all ? dscores.data() : nullptr, scale_count > 0 ? dscale.data() : nullptr,
+            want_all ? dvalues.data() : nullptr, dout.data(), weights.data(), scores.data(),
+            scale.data(), scale_count, values.data(), out.data(), c.B, c.Tq, c.Tk, c.dv);
+        // dscale = Σ over rows (and keys, for one factor) of dz ⊙ scores.
+        check_close("attention_pool dscale " + what, dscale_simd, dscale, [&](size_t i) {
+          double total = 0;
+          for (int64_t row = 0; row < rows; ++row) {
+            for (int64_t key = 0; key < c.Tk; ++key) {
+              if (scale_count == 1 || key == int64_t(i)) {
+                total += dz_magnitude(row, key) * std::abs(double(scores[row * c.Tk + key]));
+              }
+            }
+          }
+          return kTolerance * (std::abs(dscale[i]) + total);
+        });
+        if (!want_all) {
+          CHECK(dscores_simd == Values(dscores_simd.size(), untouched));  // not written
+          CHECK(dvalues_simd == Values(dvalues_simd.size(), untouched));
+          continue;
+        }
+        check_close("attention_pool dscores " + what, dscores_simd, dscores, [&](size_t i) {
+          const int64_t row = static_cast<int64_t>(i) / c.Tk, key = static_cast<int64_t>(i) % c.Tk;
+          return kTolerance *
+                 (std::abs(dscores[i]) + dz_magnitude(row, key) * std::abs(factor(key)));
+        });
+        // dvalues[b][k][d] = Σ_q α_qk g_qd: Tq products, written over the 7s.
+        check_close("attention_pool dvalues " + what, dvalues_simd, dvalues, [&](size_t i) {
+          return kTolerance * (std::abs(dvalues[i]) + double(c.Tq) * 2);
+        });
       }
-      // dvalues[b][k][d] = Σ_q α_qk g_qd: Tq products, written over the 7s.
-      check_close("attention_pool dvalues " + what, dvalues_simd, dvalues,
-                  [&](size_t i) { return kTolerance * (std::abs(dvalues[i]) + double(c.Tq) * 2); });
     }
   }
 }
