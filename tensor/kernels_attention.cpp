@@ -290,7 +290,8 @@ void attention_pool_forward(real* out, real* weights, const real* scores, const 
                             int64_t scale_count, const real* values, int64_t B, int64_t Tq,
                             int64_t Tk, int64_t dv) {
   if (B == 0 || Tq == 0) return;
-  if (Tk == 0) {  // an empty sum
+  const FlushSubnormals flush;  // weights just above 0 are 0, not slow subnormals
+  if (Tk == 0) {                // an empty sum
     std::fill(out, out + B * Tq * dv, real(0));
     return;
   }
@@ -322,6 +323,7 @@ void attention_pool_backward(real* dscores, real* dscale, real* dvalues, const r
                              const real* weights, const real* scores, const real* scale,
                              int64_t scale_count, const real* values, const real* out, int64_t B,
                              int64_t Tq, int64_t Tk, int64_t dv) {
+  const FlushSubnormals flush;  // as in the forward: tiny weights make tiny products
   if (dv == 1 && B > 0 && Tk > 0 &&
       backward_in_registers(dscores, dscale, dvalues, dout, weights, scores, scale, scale_count,
                             values, out, B, Tq, Tk)) {

@@ -427,6 +427,9 @@ TEST_CASE("softmax and log_softmax kernels: SIMD equals scalar", "[kernels]") {
 
 TEST_CASE("attention pooling kernels: SIMD equals scalar", "[kernels]") {
   Generator generator(16);
+  // Differences below the smallest normal number are the SIMD kernels'
+  // flushed subnormals.
+  constexpr double kSmallest = std::numeric_limits<real>::min();
   struct Case {
     int64_t B, Tq, Tk, dv;
   };
@@ -448,14 +451,20 @@ TEST_CASE("attention pooling kernels: SIMD equals scalar", "[kernels]") {
   cases.push_back({0, 2, 5, 1});
   cases.push_back({2, 0, 5, 1});
   cases.push_back({2, 2, 5, 0});
-  for (const Case c : cases) {
+  // Scores scaled down to −120: weights below the smallest normal number,
+  // which the SIMD kernels flush to 0 (kernels_simd.hpp, FlushSubnormals).
+  cases.push_back({50, 1, 49, 1});
+  const size_t subnormal_case = cases.size() - 1;
+  for (size_t case_index = 0; case_index < cases.size(); ++case_index) {
+    const Case c = cases[case_index];
+    const bool deep = case_index == subnormal_case;
     // No scale, one factor for every score (negative: the padding past a
     // row's end must stay −∞ after scaling), one factor per key.
     for (const int64_t scale_count : {int64_t(0), int64_t(1), c.Tk}) {
       const std::string what = fmt::format("(B {}, Tq {}, Tk {}, dv {}, {} scale factors)", c.B,
                                            c.Tq, c.Tk, c.dv, scale_count);
       const int64_t rows = c.B * c.Tq;
-      const Values scores = draw(rows * c.Tk, -6, 6, generator);
+      const Values scores = draw(rows * c.Tk, -6, deep ? 0 : 6, generator);
       const Values values = draw(c.B * c.Tk * c.dv, -2, 2, generator);
       const Values dout = draw(rows * c.dv, -2, 2, generator);
       const Values scale =
@@ -472,7 +481,7 @@ TEST_CASE("attention pooling kernels: SIMD equals scalar", "[kernels]") {
                                         scale_count, values.data(), c.B, c.Tq, c.Tk, c.dv);
       // A row's Σ e^z, summed in another order: its rounding grows with Tk.
       check_close("attention_pool weights " + what, weights_simd, weights, [&](size_t i) {
-        return kTolerance * std::abs(weights[i]) * (1 + double(c.Tk) / 1000);
+        return kTolerance * std::abs(weights[i]) * (1 + double(c.Tk) / 1000) + kSmallest;
       });
       // Σ_k |α_k v_k[d]|: the scale of output element i's sum.
       auto pooled_magnitude = [&](size_t i) {
@@ -485,8 +494,9 @@ TEST_CASE("attention pooling kernels: SIMD equals scalar", "[kernels]") {
         }
         return total;
       };
-      check_close("attention_pool out " + what, out_simd, out,
-                  [&](size_t i) { return kTolerance * (std::abs(out[i]) + pooled_magnitude(i)); });
+      check_close("attention_pool out " + what, out_simd, out, [&](size_t i) {
+        return kTolerance * (std::abs(out[i]) + pooled_magnitude(i)) + kSmallest;
+      });
 
       // dz_k = α_k (g·v_k − g·out): its terms' scale is α_k Σ_d |g_d| (|v_kd| + |out_d|).
       auto dz_magnitude = [&](int64_t row, int64_t key) {
@@ -523,7 +533,7 @@ TEST_CASE("attention pooling kernels: SIMD equals scalar", "[kernels]") {
               }
             }
           }
-          return kTolerance * (std::abs(dscale[i]) + total);
+          return kTolerance * (std::abs(dscale[i]) + total) + kSmallest;
         });
         if (!want_all) {
           CHECK(dscores_simd == Values(dscores_simd.size(), untouched));  // not written
@@ -537,11 +547,23 @@ TEST_CASE("attention pooling kernels: SIMD equals scalar", "[kernels]") {
         });
         // dvalues[b][k][d] = Σ_q α_qk g_qd: Tq products, written over the 7s.
         check_close("attention_pool dvalues " + what, dvalues_simd, dvalues, [&](size_t i) {
-          return kTolerance * (std::abs(dvalues[i]) + double(c.Tq) * 2);
+          return kTolerance * (std::abs(dvalues[i]) + double(c.Tq) * 2) + kSmallest;
         });
       }
     }
   }
+}
+
+TEST_CASE("attention pooling kernels: the subnormal mode is restored after them", "[kernels]") {
+  const real scores[3] = {0, -1, -2}, values[3] = {1, 2, 3};
+  real out[1], weights[3], dscores[3];
+  const real dout[1] = {1};
+  k::attention_pool_forward(out, weights, scores, nullptr, 0, values, 1, 1, 3, 1);
+  k::attention_pool_backward(dscores, nullptr, nullptr, dout, weights, scores, nullptr, 0, values,
+                             out, 1, 1, 3, 1);
+  volatile real tiny = std::numeric_limits<real>::min();
+  volatile real half = 0.5;
+  CHECK(tiny * half > 0);  // still a subnormal, not flushed to 0
 }
 
 TEST_CASE("matmul kernels: SIMD equals scalar in all four layouts", "[kernels]") {
