@@ -223,10 +223,10 @@ void register_rows_backward(real* dscores, real* dscale, real* dvalues, const re
       const Batch g(dout[row]);
       const Batch inner(dout[row] * out[row]);
       Lanes<N> dz(weights + row * Tk, shape.last, shape.count, 0);  // α, for now
-      for (int64_t i = 0; i < N; ++i) {
-        dvalue_row.v[i] = simd::fma(g, dz.v[i], dvalue_row.v[i]);
-        dz.v[i] = dz.v[i] * (g * v.v[i] - inner);
+      if (dvalues != nullptr) {
+        for (int64_t i = 0; i < N; ++i) dvalue_row.v[i] = simd::fma(g, dz.v[i], dvalue_row.v[i]);
       }
+      for (int64_t i = 0; i < N; ++i) dz.v[i] = dz.v[i] * (g * v.v[i] - inner);
       if (dscale != nullptr) {
         const Lanes<N> s(scores + row * Tk, shape.last, shape.count, 0);
         for (int64_t i = 0; i < N; ++i) {

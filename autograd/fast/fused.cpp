@@ -33,9 +33,15 @@ Tensor attention_pool(const Tensor& scores, const Tensor& values, const Tensor& 
     return bmm(alpha, values);
   }
   const int64_t scale_count = !scale.defined() ? 0 : scale.numel() == 1 ? 1 : Tk;
-  const Tensor score_rows = scores.contiguous_data();  // without history, row-major
-  const Tensor value_rows = values.contiguous_data();
-  const Tensor factors = scale.defined() ? scale.contiguous_data() : Tensor();
+  // Row-major handles on the inputs' numbers: the inputs themselves when they
+  // are laid out so already (the closure keeps only their values' storage
+  // alive either way), else copies.
+  auto row_major = [](const Tensor& t) {
+    return !t.defined() || t.is_contiguous() ? t : t.contiguous_data();
+  };
+  const Tensor score_rows = row_major(scores);
+  const Tensor value_rows = row_major(values);
+  const Tensor factors = row_major(scale);
   Tensor alpha = Tensor::empty(s);
   Tensor out = Tensor::empty({B, Tq, dv});
   kernels::attention_pool_forward(out.data(), alpha.data(), score_rows.data(),
