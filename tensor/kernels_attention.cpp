@@ -10,6 +10,7 @@
 #include <array>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "tensor/kernels.hpp"
@@ -126,6 +127,7 @@ struct RowShape {
   int64_t Tq, Tk;
   int64_t count;         // lanes of the row in its last batch
   FirstLanes last;       // moves them
+  int64_t factor_count;  // scale_count
   bool scaled;           // scale_count > 0
   Lanes<N> factors;      // the scale factors, lane by lane (1 past the row's end)
   Batch past_end_lanes;  // in the last batch, all-ones bits where a lane is past the row's end
@@ -135,6 +137,7 @@ struct RowShape {
         Tk(Tk_in),
         count(Tk_in - (N - 1) * W),
         last(count == W ? 0 : count),
+        factor_count(scale_count),
         scaled(scale_count > 0),
         factors(scale_count == 1 ? scale[0] : real(1)) {
     if (scale_count > 1) factors = Lanes<N>(scale, last, count, 1);
@@ -207,44 +210,87 @@ void register_rows_forward(real* out, real* weights, const real* scores, const r
 }
 
 //   dz = α ⊙ (g·v − g·out),  dscores = dz ⊙ c,  dscale += dz ⊙ scores,  dvalues += g·α
-// (g, out: one number per row). Each output is formed only when asked for.
+// (g, out: one number per row). Each output is formed only when asked for:
+// the three flags make one loop per combination, with no test inside it.
+template <int64_t N, bool Scores, bool Scale, bool Values>
+void register_rows_backward(real* dscores, real* dscale, real* dvalues, const real* dout,
+                            const real* weights, const real* scores, const real* values,
+                            const real* out, int64_t B, const RowShape<N>& shape) {
+  const int64_t Tq = shape.Tq, Tk = shape.Tk;
+  std::array<Batch, N> scale_sums;  // Σ over every row of dz ⊙ scores, lane by lane
+  scale_sums.fill(Batch(real(0)));
+  for (int64_t b = 0; b < B; ++b) {
+    const Lanes<N> v(values + b * Tk, shape.last, shape.count, 0);
+    std::array<Batch, N> value_sums;  // Σ over the batch's queries of g·α
+    value_sums.fill(Batch(real(0)));
+    for (int64_t q = 0; q < Tq; ++q) {
+      const int64_t row = b * Tq + q;
+      const Batch g(dout[row]);
+      const Batch inner(dout[row] * out[row]);
+      Lanes<N> dz(weights + row * Tk, shape.last, shape.count, 0);  // α, for now
+      if constexpr (Values) {
+        for (int64_t i = 0; i < N; ++i) value_sums[i] = simd::fma(g, dz.v[i], value_sums[i]);
+      }
+      for (int64_t i = 0; i < N; ++i) dz.v[i] = dz.v[i] * (g * v.v[i] - inner);
+      if constexpr (Scale) {
+        const Lanes<N> s(scores + row * Tk, shape.last, shape.count, 0);
+        for (int64_t i = 0; i < N; ++i) scale_sums[i] = simd::fma(dz.v[i], s.v[i], scale_sums[i]);
+      }
+      if constexpr (Scores) {
+        for (int64_t i = 0; i < N; ++i) dz.v[i] *= shape.factors.v[i];
+        dz.store(dscores + row * Tk, shape.last, shape.count);
+      }
+    }
+    if constexpr (Values) {
+      Lanes<N> sums;
+      sums.v = value_sums;
+      sums.store(dvalues + b * Tk, shape.last, shape.count);
+    }
+  }
+  if constexpr (Scale) {
+    Lanes<N> sums;
+    sums.v = scale_sums;
+    if (shape.factor_count == 1) {
+      dscale[0] = xsimd::hadd(sums.total());
+    } else {
+      sums.store(dscale, shape.last, shape.count);
+    }
+  }
+}
+
+// The loop for the outputs asked for.
 template <int64_t N>
 void register_rows_backward(real* dscores, real* dscale, real* dvalues, const real* dout,
                             const real* weights, const real* scores, const real* scale,
                             int64_t scale_count, const real* values, const real* out, int64_t B,
                             int64_t Tq, int64_t Tk) {
   const RowShape<N> shape(Tq, Tk, scale, scale_count);
-  Lanes<N> dscale_lanes;  // Σ over every row of dz ⊙ scores, lane by lane
-  for (int64_t b = 0; b < B; ++b) {
-    const Lanes<N> v(values + b * Tk, shape.last, shape.count, 0);
-    Lanes<N> dvalue_row;  // Σ over the batch's queries of g·α
-    for (int64_t q = 0; q < Tq; ++q) {
-      const int64_t row = b * Tq + q;
-      const Batch g(dout[row]);
-      const Batch inner(dout[row] * out[row]);
-      Lanes<N> dz(weights + row * Tk, shape.last, shape.count, 0);  // α, for now
-      if (dvalues != nullptr) {
-        for (int64_t i = 0; i < N; ++i) dvalue_row.v[i] = simd::fma(g, dz.v[i], dvalue_row.v[i]);
-      }
-      for (int64_t i = 0; i < N; ++i) dz.v[i] = dz.v[i] * (g * v.v[i] - inner);
-      if (dscale != nullptr) {
-        const Lanes<N> s(scores + row * Tk, shape.last, shape.count, 0);
-        for (int64_t i = 0; i < N; ++i) {
-          dscale_lanes.v[i] = simd::fma(dz.v[i], s.v[i], dscale_lanes.v[i]);
-        }
-      }
-      if (dscores != nullptr) {
-        for (int64_t i = 0; i < N; ++i) dz.v[i] *= shape.factors.v[i];
-        dz.store(dscores + row * Tk, shape.last, shape.count);
-      }
-    }
-    if (dvalues != nullptr) dvalue_row.store(dvalues + b * Tk, shape.last, shape.count);
-  }
-  if (dscale == nullptr) return;
-  if (scale_count == 1) {
-    dscale[0] = xsimd::hadd(dscale_lanes.total());
-  } else {
-    dscale_lanes.store(dscale, shape.last, shape.count);
+  auto run = [&](auto scores_wanted, auto scale_wanted, auto values_wanted) {
+    register_rows_backward<N, decltype(scores_wanted)::value, decltype(scale_wanted)::value,
+                           decltype(values_wanted)::value>(dscores, dscale, dvalues, dout, weights,
+                                                           scores, values, out, B, shape);
+  };
+  using Yes = std::true_type;
+  using No = std::false_type;
+  const int wanted =
+      (dscores != nullptr ? 4 : 0) + (dscale != nullptr ? 2 : 0) + (dvalues != nullptr ? 1 : 0);
+  switch (wanted) {
+    case 0:
+      return;
+    case 1:
+      return run(No(), No(), Yes());
+    case 2:
+      return run(No(), Yes(), No());
+    case 3:
+      return run(No(), Yes(), Yes());
+    case 4:
+      return run(Yes(), No(), No());
+    case 5:
+      return run(Yes(), No(), Yes());
+    case 6:
+      return run(Yes(), Yes(), No());
+    default:
+      return run(Yes(), Yes(), Yes());
   }
 }
 

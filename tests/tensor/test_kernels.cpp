@@ -509,22 +509,32 @@ TEST_CASE("attention pooling kernels: SIMD equals scalar", "[kernels]") {
         }
         return std::abs(double(weights[row * c.Tk + key])) * total;
       };
-      for (const bool want_all : {true, false}) {
+      // Every combination of the three gradients asked for (bits: scores,
+      // scale, values); one not asked for is not written.
+      for (int wanted = 0; wanted < 8; ++wanted) {
+        const bool want_scores = (wanted & 4) != 0;
+        const bool want_scale = (wanted & 2) != 0 && scale_count > 0;
+        const bool want_values = (wanted & 1) != 0;
+        const std::string asked = fmt::format("{} gradients {}{}{}", what, want_scores ? "s" : "-",
+                                              want_scale ? "c" : "-", want_values ? "v" : "-");
         const real untouched = 7;
         Values dscores_simd(rows * c.Tk, untouched), dscores(rows * c.Tk, untouched);
         Values dvalues_simd(values.size(), untouched), dvalues(values.size(), untouched);
         Values dscale_simd(scale.size(), untouched), dscale(scale.size(), untouched);
-        k::attention_pool_backward(want_all ? dscores_simd.data() : nullptr,
-                                   scale_count > 0 ? dscale_simd.data() : nullptr,
-                                   want_all ? dvalues_simd.data() : nullptr, dout.data(),
-                                   weights.data(), scores.data(), scale.data(), scale_count,
-                                   values.data(), out.data(), c.B, c.Tq, c.Tk, c.dv);
-        k::scalar::attention_pool_backward(
-            want_all ? dscores.data() : nullptr, scale_count > 0 ? dscale.data() : nullptr,
-            want_all ? dvalues.data() : nullptr, dout.data(), weights.data(), scores.data(),
+        k::attention_pool_backward(
+            want_scores ? dscores_simd.data() : nullptr, want_scale ? dscale_simd.data() : nullptr,
+            want_values ? dvalues_simd.data() : nullptr, dout.data(), weights.data(), scores.data(),
             scale.data(), scale_count, values.data(), out.data(), c.B, c.Tq, c.Tk, c.dv);
+        k::scalar::attention_pool_backward(
+            want_scores ? dscores.data() : nullptr, want_scale ? dscale.data() : nullptr,
+            want_values ? dvalues.data() : nullptr, dout.data(), weights.data(), scores.data(),
+            scale.data(), scale_count, values.data(), out.data(), c.B, c.Tq, c.Tk, c.dv);
+        // Not asked for: the 7s stay (in the scalar loop's arrays as well).
+        if (!want_scores) CHECK(dscores_simd == Values(dscores_simd.size(), untouched));
+        if (!want_scale) CHECK(dscale_simd == Values(dscale_simd.size(), untouched));
+        if (!want_values) CHECK(dvalues_simd == Values(dvalues_simd.size(), untouched));
         // dscale = Σ over rows (and keys, for one factor) of dz ⊙ scores.
-        check_close("attention_pool dscale " + what, dscale_simd, dscale, [&](size_t i) {
+        check_close("attention_pool dscale " + asked, dscale_simd, dscale, [&](size_t i) {
           double total = 0;
           for (int64_t row = 0; row < rows; ++row) {
             for (int64_t key = 0; key < c.Tk; ++key) {
@@ -535,18 +545,14 @@ TEST_CASE("attention pooling kernels: SIMD equals scalar", "[kernels]") {
           }
           return kTolerance * (std::abs(dscale[i]) + total) + kSmallest;
         });
-        if (!want_all) {
-          CHECK(dscores_simd == Values(dscores_simd.size(), untouched));  // not written
-          CHECK(dvalues_simd == Values(dvalues_simd.size(), untouched));
-          continue;
-        }
-        check_close("attention_pool dscores " + what, dscores_simd, dscores, [&](size_t i) {
+        check_close("attention_pool dscores " + asked, dscores_simd, dscores, [&](size_t i) {
           const int64_t row = static_cast<int64_t>(i) / c.Tk, key = static_cast<int64_t>(i) % c.Tk;
           return kTolerance *
-                 (std::abs(dscores[i]) + dz_magnitude(row, key) * std::abs(factor(key)));
+                     (std::abs(dscores[i]) + dz_magnitude(row, key) * std::abs(factor(key))) +
+                 kSmallest;
         });
-        // dvalues[b][k][d] = Σ_q α_qk g_qd: Tq products, written over the 7s.
-        check_close("attention_pool dvalues " + what, dvalues_simd, dvalues, [&](size_t i) {
+        // dvalues[b][k][d] = Σ_q α_qk g_qd: Tq products.
+        check_close("attention_pool dvalues " + asked, dvalues_simd, dvalues, [&](size_t i) {
           return kTolerance * (std::abs(dvalues[i]) + double(c.Tq) * 2) + kSmallest;
         });
       }
