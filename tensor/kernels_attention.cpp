@@ -180,7 +180,8 @@ void register_rows_forward(real* out, real* weights, const real* scores, const r
   for (int64_t r = 0; r < R; ++r) inverse[r] = Batch(real(1)) / inverse[r];
   for (int64_t r = 0; r < R; ++r) {
     const int64_t row = first_row + r;
-    const Lanes<N> v(values + (row / shape.Tq) * shape.Tk, shape.last, shape.count, 0);
+    const int64_t batch = shape.Tq == 1 ? row : row / shape.Tq;  // no division for one query
+    const Lanes<N> v(values + batch * shape.Tk, shape.last, shape.count, 0);
     pooled[r] = Batch(real(0));
     for (int64_t i = 0; i < N; ++i) {
       z[r].v[i] *= inverse[r];
