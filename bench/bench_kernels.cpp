@@ -17,7 +17,8 @@
 //      tanh, softmax's own e^x (exp_nonpositive), softmax rows (two that
 //      stay in L1, and a batch of 64) and sum.
 //   4. The same comparison per call for the small kernels of one epoch of
-//      the Nadaraya–Watson attention pooling (rows of 49 keys), and the
+//      the Nadaraya–Watson attention pooling (rows of 49 keys; the fused
+//      attention_pool and the softmax and bmm it replaces), and the
 //      softmax row lengths seq2seq uses. `bench_kernels attention` runs
 //      this table alone.
 //   5. The memory-bound kernels (softmax rows, matvec, vecmat) in GB/s,
@@ -308,7 +309,8 @@ void per_call_row(const std::string& name, const std::function<void()>& simd,
 }
 
 // The kernels one epoch of the learned Nadaraya–Watson pooling runs (50
-// queries × 49 keys, models/nw_regression.cpp), plus the row lengths the
+// queries × 49 keys, models/nw_regression.cpp): attention_pool on the fast
+// path, softmax and bmm on the reference path; plus the row lengths the
 // seq2seq trainer's softmax and log_softmax see (10 and 2231). Nanoseconds
 // per call: at this size everything is in L1 and a call costs well under a
 // microsecond, so loop overheads and ragged tails show.
@@ -358,6 +360,42 @@ void attention_table() {
       "softmax_forward (64,10)",
       [&] { kernels::softmax_forward(out.data(), scores.data(), 64, 10); },
       [&] { kernels::scalar::softmax_forward(out.data(), scores.data(), 64, 10); });
+
+  // Nadaraya–Watson's epoch as it runs: attention_pool over (Q,1,K) unscaled
+  // scores −(x − k)²/2 with one scale factor w² (about 79 at the end of
+  // training), then its backward for the scale alone (the scores are constant).
+  {
+    const std::vector<real> distances = uniform({Q * K}, -12, 0, generator).to_vector();
+    const std::vector<real> values = uniform({Q * K}, 0, 4, generator).to_vector();
+    const std::vector<real> dout = uniform({Q}, -1, 1, generator).to_vector();
+    const real scale = 78.7f;
+    real dscale = 0;
+    std::vector<real> pooled(Q), weights(Q * K);
+    kernels::scalar::attention_pool_forward(pooled.data(), weights.data(), distances.data(), &scale,
+                                            1, values.data(), Q, 1, K, 1);
+    per_call_row(
+        "attention_pool_forward (50,1,49), one scale",
+        [&] {
+          kernels::attention_pool_forward(pooled.data(), out.data(), distances.data(), &scale, 1,
+                                          values.data(), Q, 1, K, 1);
+        },
+        [&] {
+          kernels::scalar::attention_pool_forward(pooled.data(), out.data(), distances.data(),
+                                                  &scale, 1, values.data(), Q, 1, K, 1);
+        });
+    per_call_row(
+        "attention_pool_backward, the scale's only",
+        [&] {
+          kernels::attention_pool_backward(nullptr, &dscale, nullptr, dout.data(), weights.data(),
+                                           distances.data(), &scale, 1, values.data(),
+                                           pooled.data(), Q, 1, K, 1);
+        },
+        [&] {
+          kernels::scalar::attention_pool_backward(nullptr, &dscale, nullptr, dout.data(),
+                                                   weights.data(), distances.data(), &scale, 1,
+                                                   values.data(), pooled.data(), Q, 1, K, 1);
+        });
+  }
 
   // f = bmm(α (Q,1,K), v (Q,K,1)) and its backward dα = bmm(df (Q,1,1), vᵀ (Q,1,K)).
   std::vector<real> f(Q);
