@@ -14,7 +14,10 @@
 // one scalar loop doing the forward, the backward and the SGD step on raw
 // arrays, with no graph, no tensors and no allocation — what attograd would
 // cost if it had no overhead at all. The hand loop's final w is printed next
-// to attograd's, so a wrong floor shows. When /usr/bin/python3 has torch,
+// to attograd's, so a wrong floor shows. The same training also runs on the
+// reference path (fast::ReferencePath) and on the fast path with pooled
+// allocation off, so docs/fast_paths.md's figures come from this run too.
+// When /usr/bin/python3 has torch,
 // the same training in PyTorch (bench/reference/nw.py, the same data and
 // starting w) is timed too, alternately: a round is `trainings` trainings of
 // attograd, then as many of PyTorch, and each side's figure is the median of
@@ -34,6 +37,7 @@
 #include "bench/pytorch.hpp"
 #include "bench/timing.hpp"
 #include "models/nw_regression.hpp"
+#include "tensor/fast/pool.hpp"
 #include "tensor/parallel.hpp"
 
 using namespace attograd;
@@ -125,7 +129,7 @@ void run(WeightShape shape) {
 
   // One round: `trainings` trainings of attograd's fast path, of its
   // reference path and of the hand loop, interleaved; attograd's median.
-  std::vector<double> reference_ms, hand_ms;
+  std::vector<double> reference_ms, unpooled_ms, hand_ms;
   double attograd_loss = 0, hand_loss = 0;
   std::vector<real> attograd_w;
   auto attograd_round = [&] {
@@ -141,6 +145,19 @@ void run(WeightShape shape) {
       attograd_ms.push_back(result.compute_ms);
       attograd_loss = result.losses.back();
       attograd_w = model.w.to_vector();
+
+      {  // the fast path without pooled allocation (tensor/fast/pool.hpp)
+        pool::set_pooling(false);
+        {
+          NoGradGuard no_grad;
+          model.w.copy_from(w_start);
+        }
+        zero_grad(model.w);
+        unpooled_ms.push_back(train(model, data.x_train, data.y_train,
+                                    TrainOptions().epochs(kEpochs).lr(kLearningRate))
+                                  .compute_ms);
+        pool::set_pooling(true);
+      }
 
       {  // the same training on the reference path (autograd/fast/fast.hpp)
         const fast::ReferencePath reference;
@@ -185,12 +202,14 @@ void run(WeightShape shape) {
 
   const double ours = median(ours_rounds), floor = median(hand_ms) * 1e3;
   const double reference_path = median(reference_ms) * 1e3;
+  const double unpooled = median(unpooled_ms) * 1e3;
   fmt::print(
       "{:<7} w ({:>2} entries)  attograd {:8.1f} µs/training {:6.2f} µs/epoch   "
       "hand loop {:6.1f} µs/training {:5.2f} µs/epoch   ratio {:5.1f}x\n",
       to_string(shape), weight_count, ours, ours / kEpochs, floor, floor / kEpochs, ours / floor);
   fmt::print("        reference path {:8.1f} µs/training: the fast path is {:4.2f} x its speed\n",
              reference_path, reference_path / ours);
+  fmt::print("        fast path without pooled allocation {:8.1f} µs/training\n", unpooled);
   // The loss printed is the last epoch's, taken before its step.
   fmt::print(
       "        check: final loss attograd {:.6f} hand {:.6f}; w[0] attograd {:.6f} hand "
