@@ -67,9 +67,10 @@ xsimd::batch<T, A> fma(const xsimd::batch<T, A>& x, const xsimd::batch<T, A>& y,
 // denormals-are-zero bits of MXCSR, restored when it ends; nothing on other
 // processors. A kernel whose weights can sink that low takes it: there, a
 // subnormal operand makes an AVX-512 multiply or FMA take a microcoded slow
-// path (NW's attention pooling with its learned w: 22 of 243 µs of 100 epochs,
-// `taskset -c 0`, AMD EPYC Zen 5). What it changes is below 1.2e-38, invisible
-// next to a softmax row's largest weight of at least 1/Tk.
+// path (NW's attention pooling with its learned w spent about a tenth of its
+// training there on the AMD EPYC Zen 5 of docs/performance.md). What it
+// changes is below 1.2e-38, invisible next to a softmax row's largest weight
+// of at least 1/Tk.
 class FlushSubnormals {
  public:
 #if defined(__SSE__) || defined(_M_X64)
