@@ -127,48 +127,40 @@ void run(WeightShape shape) {
     hand.y = data.y_train.to_vector();
   }
 
-  // One round: `trainings` trainings of attograd's fast path, of its
-  // reference path and of the hand loop, interleaved; attograd's median.
+  // One round: `trainings` trainings of attograd's fast path, of the fast
+  // path without pooled allocation, of the reference path and of the hand
+  // loop, interleaved; attograd's median.
   std::vector<double> reference_ms, unpooled_ms, hand_ms;
   double attograd_loss = 0, hand_loss = 0;
   std::vector<real> attograd_w;
+  // One training of the model from w_start, with whatever mechanisms are on.
+  auto train_from_start = [&] {
+    {
+      NoGradGuard no_grad;
+      model.w.copy_from(w_start);
+    }
+    zero_grad(model.w);
+    return train(model, data.x_train, data.y_train,
+                 TrainOptions().epochs(kEpochs).lr(kLearningRate));
+  };
   auto attograd_round = [&] {
     std::vector<double> attograd_ms;
     for (int t = 0; t < trainings; ++t) {
-      {
-        NoGradGuard no_grad;
-        model.w.copy_from(w_start);
-      }
-      zero_grad(model.w);
-      const TrainResult result = train(model, data.x_train, data.y_train,
-                                       TrainOptions().epochs(kEpochs).lr(kLearningRate));
+      const TrainResult result = train_from_start();
       attograd_ms.push_back(result.compute_ms);
       attograd_loss = result.losses.back();
       attograd_w = model.w.to_vector();
 
       {  // the fast path without pooled allocation (tensor/fast/pool.hpp)
+        const bool pooling = pool::pooling();
         pool::set_pooling(false);
-        {
-          NoGradGuard no_grad;
-          model.w.copy_from(w_start);
-        }
-        zero_grad(model.w);
-        unpooled_ms.push_back(train(model, data.x_train, data.y_train,
-                                    TrainOptions().epochs(kEpochs).lr(kLearningRate))
-                                  .compute_ms);
-        pool::set_pooling(true);
+        unpooled_ms.push_back(train_from_start().compute_ms);
+        pool::set_pooling(pooling);
       }
 
       {  // the same training on the reference path (autograd/fast/fast.hpp)
         const fast::ReferencePath reference;
-        {
-          NoGradGuard no_grad;
-          model.w.copy_from(w_start);
-        }
-        zero_grad(model.w);
-        reference_ms.push_back(train(model, data.x_train, data.y_train,
-                                     TrainOptions().epochs(kEpochs).lr(kLearningRate))
-                                   .compute_ms);
+        reference_ms.push_back(train_from_start().compute_ms);
       }
 
       const double start = thread_seconds();

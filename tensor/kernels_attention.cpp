@@ -90,68 +90,39 @@ namespace {
 
 // Rows of at most kRegisterBatches batches with one number per value (dv = 1:
 // Nadaraya–Watson's pooling, 49 keys): a row's scores, weights and values
-// live in registers from the one load to the one store, instead of the
-// softmax's passes over memory followed by a dot product's. The lanes past
-// the row's end hold −∞ as scaled scores (e^−∞ = 0: weight 0), 0 as scores,
-// values and weights, and 1 as scale factors, so they add nothing anywhere.
-constexpr int64_t kRegisterBatches = 4;
-
-// One row of N batches; the last has `count` (1 … W) lanes of the row.
-template <int64_t N>
-struct Lanes {
-  std::array<Batch, N> v;
-
-  explicit Lanes(real fill = 0) { v.fill(Batch(fill)); }
-  Lanes(const real* p, const FirstLanes& last, int64_t count, real pad) {
-    for (int64_t i = 0; i + 1 < N; ++i) v[i] = load(p + i * W);
-    v[N - 1] = count == W ? load(p + (N - 1) * W) : last.read(p + (N - 1) * W, pad);
-  }
-  void store(real* p, const FirstLanes& last, int64_t count) const {
-    for (int64_t i = 0; i + 1 < N; ++i) v[i].store_unaligned(p + i * W);
-    if (count == W) {
-      v[N - 1].store_unaligned(p + (N - 1) * W);
-    } else {
-      last.write(p + (N - 1) * W, v[N - 1]);
-    }
-  }
-  Batch total() const {
-    Batch t = v[0];
-    for (int64_t i = 1; i < N; ++i) t += v[i];
-    return t;
-  }
-};
+// live in registers (RegisterRow, tensor/kernels_simd.hpp) from the one load
+// to the one store, instead of the softmax's passes over memory followed by
+// a dot product's. The lanes past the row's end hold −∞ as scaled scores
+// (e^−∞ = 0: weight 0), 0 as scores, values and weights, and 1 as scale
+// factors, so they add nothing anywhere.
 
 // What every row of a call shares: where the last batch ends, and the scale.
 template <int64_t N>
 struct RowShape {
   int64_t Tq, Tk;
-  int64_t count;         // lanes of the row in its last batch
-  FirstLanes last;       // moves them
-  int64_t factor_count;  // scale_count
-  bool scaled;           // scale_count > 0
-  Lanes<N> factors;      // the scale factors, lane by lane (1 past the row's end)
-  Batch past_end_lanes;  // in the last batch, all-ones bits where a lane is past the row's end
+  int64_t count;                   // lanes of the row in its last batch
+  LastBatch last;                  // moves them
+  xsimd::batch_bool<real> inside;  // those lanes, as a mask
+  int64_t factor_count;            // S: 0 (no scale), 1 or Tk
+  RegisterRow<N> factors;          // the scale factors, lane by lane (1 past the row's end)
 
   RowShape(int64_t Tq_in, int64_t Tk_in, const real* scale, int64_t scale_count)
       : Tq(Tq_in),
         Tk(Tk_in),
         count(Tk_in - (N - 1) * W),
-        last(count == W ? 0 : count),
+        last(count),
+        inside(load(kLaneIndex.data()) < Batch(real(count))),
         factor_count(scale_count),
-        scaled(scale_count > 0),
         factors(scale_count == 1 ? scale[0] : real(1)) {
-    if (scale_count > 1) factors = Lanes<N>(scale, last, count, 1);
+    if (scale_count > 1) factors = RegisterRow<N>(scale, last, 1);
   }
 
   // Row `row`'s scaled scores, −∞ past its end.
-  Lanes<N> scaled_scores(const real* scores, int64_t row) const {
-    if (!scaled) return Lanes<N>(scores + row * Tk, last, count, lowest());
-    Lanes<N> z(scores + row * Tk, last, count, 0);
+  RegisterRow<N> scaled_scores(const real* scores, int64_t row) const {
+    if (factor_count == 0) return RegisterRow<N>(scores + row * Tk, last, lowest());
+    RegisterRow<N> z(scores + row * Tk, last, 0);
     for (int64_t i = 0; i < N; ++i) z.v[i] *= factors.v[i];
-    if (count < W) {
-      const auto inside = load(kLaneIndex.data()) < Batch(real(count));
-      z.v[N - 1] = xsimd::select(inside, z.v[N - 1], Batch(lowest()));
-    }
+    if (count < W) z.v[N - 1] = xsimd::select(inside, z.v[N - 1], Batch(lowest()));
     return z;
   }
 
@@ -165,7 +136,7 @@ struct RowShape {
 template <int64_t N, int64_t R>
 void register_rows_forward(real* out, real* weights, const real* scores, const real* values,
                            int64_t first_row, const RowShape<N>& shape) {
-  std::array<Lanes<N>, R> z;
+  std::array<RegisterRow<N>, R> z;
   std::array<Batch, R> largest, inverse, pooled;
   for (int64_t r = 0; r < R; ++r) {
     z[r] = shape.scaled_scores(scores, first_row + r);
@@ -181,13 +152,13 @@ void register_rows_forward(real* out, real* weights, const real* scores, const r
   for (int64_t r = 0; r < R; ++r) {
     const int64_t row = first_row + r;
     const int64_t batch = shape.Tq == 1 ? row : row / shape.Tq;  // no division for one query
-    const Lanes<N> v(values + batch * shape.Tk, shape.last, shape.count, 0);
+    const RegisterRow<N> v(values + batch * shape.Tk, shape.last, 0);
     pooled[r] = Batch(real(0));
     for (int64_t i = 0; i < N; ++i) {
       z[r].v[i] *= inverse[r];
       pooled[r] = simd::fma(z[r].v[i], v.v[i], pooled[r]);
     }
-    z[r].store(weights + row * shape.Tk, shape.last, shape.count);
+    z[r].store(weights + row * shape.Tk, shape.last);
   }
   for (int64_t r = 0; r < R; ++r) out[first_row + r] = xsimd::hadd(pooled[r]);
 }
@@ -221,40 +192,40 @@ void register_rows_backward(real* dscores, real* dscale, real* dvalues, const re
   std::array<Batch, N> scale_sums;  // Σ over every row of dz ⊙ scores, lane by lane
   scale_sums.fill(Batch(real(0)));
   for (int64_t b = 0; b < B; ++b) {
-    const Lanes<N> v(values + b * Tk, shape.last, shape.count, 0);
+    const RegisterRow<N> v(values + b * Tk, shape.last, 0);
     std::array<Batch, N> value_sums;  // Σ over the batch's queries of g·α
     value_sums.fill(Batch(real(0)));
     for (int64_t q = 0; q < Tq; ++q) {
       const int64_t row = b * Tq + q;
       const Batch g(dout[row]);
       const Batch inner(dout[row] * out[row]);
-      Lanes<N> dz(weights + row * Tk, shape.last, shape.count, 0);  // α, for now
+      RegisterRow<N> dz(weights + row * Tk, shape.last, 0);  // α, for now
       if constexpr (Values) {
         for (int64_t i = 0; i < N; ++i) value_sums[i] = simd::fma(g, dz.v[i], value_sums[i]);
       }
       for (int64_t i = 0; i < N; ++i) dz.v[i] = dz.v[i] * (g * v.v[i] - inner);
       if constexpr (Scale) {
-        const Lanes<N> s(scores + row * Tk, shape.last, shape.count, 0);
+        const RegisterRow<N> s(scores + row * Tk, shape.last, 0);
         for (int64_t i = 0; i < N; ++i) scale_sums[i] = simd::fma(dz.v[i], s.v[i], scale_sums[i]);
       }
       if constexpr (Scores) {
         for (int64_t i = 0; i < N; ++i) dz.v[i] *= shape.factors.v[i];
-        dz.store(dscores + row * Tk, shape.last, shape.count);
+        dz.store(dscores + row * Tk, shape.last);
       }
     }
     if constexpr (Values) {
-      Lanes<N> sums;
+      RegisterRow<N> sums;
       sums.v = value_sums;
-      sums.store(dvalues + b * Tk, shape.last, shape.count);
+      sums.store(dvalues + b * Tk, shape.last);
     }
   }
   if constexpr (Scale) {
-    Lanes<N> sums;
+    RegisterRow<N> sums;
     sums.v = scale_sums;
     if (shape.factor_count == 1) {
       dscale[0] = xsimd::hadd(sums.total());
     } else {
-      sums.store(dscale, shape.last, shape.count);
+      sums.store(dscale, shape.last);
     }
   }
 }
@@ -295,39 +266,6 @@ void register_rows_backward(real* dscores, real* dscale, real* dvalues, const re
   }
 }
 
-template <int64_t N = 1>
-bool forward_in_registers(real* out, real* weights, const real* scores, const real* scale,
-                          int64_t scale_count, const real* values, int64_t B, int64_t Tq,
-                          int64_t Tk) {
-  if (Tk <= N * W) {
-    register_rows_forward<N>(out, weights, scores, scale, scale_count, values, B, Tq, Tk);
-    return true;
-  }
-  if constexpr (N < kRegisterBatches) {
-    return forward_in_registers<N + 1>(out, weights, scores, scale, scale_count, values, B, Tq, Tk);
-  } else {
-    return false;
-  }
-}
-
-template <int64_t N = 1>
-bool backward_in_registers(real* dscores, real* dscale, real* dvalues, const real* dout,
-                           const real* weights, const real* scores, const real* scale,
-                           int64_t scale_count, const real* values, const real* out, int64_t B,
-                           int64_t Tq, int64_t Tk) {
-  if (Tk <= N * W) {
-    register_rows_backward<N>(dscores, dscale, dvalues, dout, weights, scores, scale, scale_count,
-                              values, out, B, Tq, Tk);
-    return true;
-  }
-  if constexpr (N < kRegisterBatches) {
-    return backward_in_registers<N + 1>(dscores, dscale, dvalues, dout, weights, scores, scale,
-                                        scale_count, values, out, B, Tq, Tk);
-  } else {
-    return false;
-  }
-}
-
 }  // namespace
 
 // Short rows of scalar values in registers; anything else is the scores
@@ -342,8 +280,10 @@ void attention_pool_forward(real* out, real* weights, const real* scores, const 
     std::fill(out, out + B * Tq * dv, real(0));
     return;
   }
-  if (dv == 1 &&
-      forward_in_registers(out, weights, scores, scale, scale_count, values, B, Tq, Tk)) {
+  if (dv == 1 && with_register_batches(Tk, [&](auto batches) {
+        register_rows_forward<decltype(batches)::value>(out, weights, scores, scale, scale_count,
+                                                        values, B, Tq, Tk);
+      })) {
     return;
   }
   const int64_t rows = B * Tq;
@@ -371,9 +311,11 @@ void attention_pool_backward(real* dscores, real* dscale, real* dvalues, const r
                              int64_t scale_count, const real* values, const real* out, int64_t B,
                              int64_t Tq, int64_t Tk, int64_t dv) {
   const FlushSubnormals flush;  // as in the forward: tiny weights make tiny products
-  if (dv == 1 && B > 0 && Tk > 0 &&
-      backward_in_registers(dscores, dscale, dvalues, dout, weights, scores, scale, scale_count,
-                            values, out, B, Tq, Tk)) {
+  if (dv == 1 && B > 0 && Tk > 0 && with_register_batches(Tk, [&](auto batches) {
+        register_rows_backward<decltype(batches)::value>(dscores, dscale, dvalues, dout, weights,
+                                                         scores, scale, scale_count, values, out, B,
+                                                         Tq, Tk);
+      })) {
     return;
   }
   if (dvalues != nullptr) std::fill(dvalues, dvalues + B * Tk * dv, real(0));
@@ -397,10 +339,9 @@ void attention_pool_backward(real* dscores, real* dscale, real* dvalues, const r
               alpha, dv_rows);
         }
       } else {
-        const real inner = dv == 0 ? real(0) : dot(g, out + row * dv, dv);
-        for (int64_t k = 0; k < Tk; ++k) {
-          dz[size_t(k)] = alpha[k] * ((dv == 0 ? real(0) : dot(g, v + k * dv, dv)) - inner);
-        }
+        const real inner = dot(g, out + row * dv, dv);  // 0 when dv = 0
+        for (int64_t k = 0; k < Tk; ++k)
+          dz[size_t(k)] = alpha[k] * (dot(g, v + k * dv, dv) - inner);
         for (int64_t k = 0; dv_rows != nullptr && k < Tk; ++k) {
           const Batch weight(alpha[k]);
           map(

@@ -80,8 +80,11 @@ class FlushSubnormals {
 
  private:
   unsigned saved_;
-#endif
+
  public:
+#else
+  FlushSubnormals() {}
+#endif
   FlushSubnormals(const FlushSubnormals&) = delete;
   FlushSubnormals& operator=(const FlushSubnormals&) = delete;
 };
@@ -240,6 +243,72 @@ inline Batch load_partial(const real* p, int64_t count, real pad) {
 // Writes the first `count` (< W) lanes of value to p, and nothing after them.
 inline void store_partial(real* p, Batch value, int64_t count) {
   FirstLanes(count).write(p, value);
+}
+
+// The batch that ends a row: its last `count` values (1 … W), moved with a
+// plain load or store when they fill it, else with masked moves (the other
+// lanes read as `pad`, and not written).
+class LastBatch {
+ public:
+  explicit LastBatch(int64_t count) : full_(count == W), lanes_(full_ ? 0 : count) {}
+  Batch read(const real* p, real pad) const { return full_ ? load(p) : lanes_.read(p, pad); }
+  void write(real* p, Batch value) const {
+    if (full_) {
+      value.store_unaligned(p);
+    } else {
+      lanes_.write(p, value);
+    }
+  }
+
+ private:
+  bool full_;
+  FirstLanes lanes_;
+};
+
+// Kernels over short rows (softmax's backward, attention pooling) hold a
+// whole row of up to kRegisterBatches batches in registers: loaded once,
+// stored once.
+inline constexpr int64_t kRegisterBatches = 4;
+
+// A row of N batches in registers: the full batches at p, then the row's
+// last batch through `last`, its lanes past the row's end read as `pad`.
+template <int64_t N>
+struct RegisterRow {
+  std::array<Batch, N> v;
+
+  explicit RegisterRow(real fill = 0) { v.fill(Batch(fill)); }
+  RegisterRow(const real* p, const LastBatch& last, real pad = 0) {
+    for (int64_t i = 0; i + 1 < N; ++i) v[i] = load(p + i * W);
+    v[N - 1] = last.read(p + (N - 1) * W, pad);
+  }
+
+  void store(real* p, const LastBatch& last) const {
+    for (int64_t i = 0; i + 1 < N; ++i) v[i].store_unaligned(p + i * W);
+    last.write(p + (N - 1) * W, v[N - 1]);
+  }
+
+  // The batches added lane by lane, first to last.
+  Batch total() const {
+    Batch t = v[0];
+    for (int64_t i = 1; i < N; ++i) t += v[i];
+    return t;
+  }
+};
+
+// For a row of n values that fills N ≤ kRegisterBatches batches, calls
+// f(std::integral_constant<int64_t, N>{}) and returns true; returns false
+// (and calls nothing) for a longer row.
+template <int64_t N = 1, typename F>
+bool with_register_batches(int64_t n, F&& f) {
+  if (n <= N * W) {
+    f(std::integral_constant<int64_t, N>{});
+    return true;
+  }
+  if constexpr (N < kRegisterBatches) {
+    return with_register_batches<N + 1>(n, std::forward<F>(f));
+  } else {
+    return false;
+  }
 }
 
 // The lanes of the batch [n − W, n) that the full batches before it did not

@@ -146,26 +146,6 @@ real exp_row(real* y, const real* x, real shift, int64_t n, Ahead ahead) {
   return xsimd::hadd(total0 + total1);
 }
 
-// The batch that ends a row: its last `count` values (1 … W), moved with a
-// plain load or store when they fill it, else with masked moves (the other
-// lanes read as `pad`, and not written).
-class LastBatch {
- public:
-  explicit LastBatch(int64_t count) : full_(count == W), lanes_(full_ ? 0 : count) {}
-  Batch read(const real* p, real pad) const { return full_ ? load(p) : lanes_.read(p, pad); }
-  void write(real* p, Batch value) const {
-    if (full_) {
-      value.store_unaligned(p);
-    } else {
-      lanes_.write(p, value);
-    }
-  }
-
- private:
-  bool full_;
-  FirstLanes lanes_;
-};
-
 // Rows of at most W values (attention over a few keys, a masked softmax's
 // valid prefix): a row is one batch, loaded once (padded with −∞, whose e^x
 // is 0), and its maximum, e^x, Σ and result are formed in registers before
@@ -230,29 +210,11 @@ void softmax_forward(real* out, const real* x, int64_t rows, int64_t cols) {
 }
 
 // Rows of at most kRegisterBatches batches, for softmax_backward: a row of
-// B batches is loaded once into registers (the last batch padded with 0),
-// and Σ dy ⊙ y and dx are formed there before the one store. (The forward
-// keeps its group passes for rows of more than one batch: its cost is the
-// e^x polynomial, and packing a group's rows end to end needs fewer batches
-// of it than rows padded to whole batches.)
-constexpr int64_t kRegisterBatches = 4;
-
-template <int64_t B>
-struct RegisterRow {
-  std::array<Batch, B> v;
-
-  // The full batches at p, then the row's last batch through `last`.
-  RegisterRow(const real* p, const LastBatch& last) {
-    for (int64_t b = 0; b + 1 < B; ++b) v[b] = load(p + b * W);
-    v[B - 1] = last.read(p + (B - 1) * W, 0);
-  }
-
-  void store(real* p, const LastBatch& last) const {
-    for (int64_t b = 0; b + 1 < B; ++b) v[b].store_unaligned(p + b * W);
-    last.write(p + (B - 1) * W, v[B - 1]);
-  }
-};
-
+// B batches is loaded once into registers (RegisterRow, the last batch padded
+// with 0), and Σ dy ⊙ y and dx are formed there before the one store. (The
+// forward keeps its group passes for rows of more than one batch: its cost
+// is the e^x polynomial, and packing a group's rows end to end needs fewer
+// batches of it than rows padded to whole batches.)
 // dx = y ⊙ (dy − Σ dy ⊙ y) for rows of B batches, in registers. The batches
 // of products are added as a pairwise tree and its lanes by xsimd::hadd, as
 // dot() adds them, so a row of one batch gets exactly dot()'s Σ.
@@ -281,27 +243,16 @@ void register_rows_backward(real* dx, const real* y, const real* dy, int64_t row
   }
 }
 
-// Rows of 1 … kRegisterBatches batches go to register_rows_backward<B>, B their
-// number of batches; returns false for longer rows.
-template <int64_t B = 1>
-bool backward_in_registers(real* dx, const real* y, const real* dy, int64_t rows, int64_t cols) {
-  if (cols <= B * W) {
-    register_rows_backward<B>(dx, y, dy, rows, cols);
-    return true;
-  }
-  if constexpr (B < kRegisterBatches) {
-    return backward_in_registers<B + 1>(dx, y, dy, rows, cols);
-  } else {
-    return false;
-  }
-}
-
 // dx = y ⊙ (dy − Σ dy ⊙ y) row by row: rows of up to kRegisterBatches
 // batches in registers; longer ones in groups, the group's dot products
 // first, which are independent short reductions that overlap, then the
 // elementwise pass of each row.
 void softmax_backward(real* dx, const real* y, const real* dy, int64_t rows, int64_t cols) {
-  if (cols == 0 || backward_in_registers(dx, y, dy, rows, cols)) return;
+  if (cols == 0 || with_register_batches(cols, [&](auto batches) {
+        register_rows_backward<decltype(batches)::value>(dx, y, dy, rows, cols);
+      })) {
+    return;
+  }
   const int64_t group = group_rows(2 * cols);  // two inputs per row
   std::array<real, kRowGroup> inner;
   for (int64_t r0 = 0; r0 < rows; r0 += group) {
