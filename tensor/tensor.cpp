@@ -80,36 +80,39 @@ void unpoison(void* block, size_t bytes) {
 // that is never destroyed itself.
 constinit bool cache_closed = false;
 
-// Each thread keeps the blocks it frees last in a front of its own, without
-// the mutex: up to kFrontBlocks per size class for classes up to
-// kFrontLargestBytes, at most kFrontLimitBytes in all. A training step frees
-// and makes again the same few sizes on the same thread, so most blocks go
-// round through the front; the rest go to the shared lists.
-constexpr size_t kFrontLargestBytes = size_t(128) << 10;
+// Each thread keeps the blocks it frees in a front of its own, without the
+// mutex: any number per size class for classes up to kFrontLargestBytes, at
+// most kFrontLimitBytes in all. A training step makes and frees the same
+// sizes on the same thread, so every block goes round through the front; the
+// shared lists behind it take only what overflows, and a thread's blocks when
+// it ends. A front that held a fixed few blocks per class sent most of a
+// step's blocks through the shared lists, and two threads training at once
+// then waited on the mutex and took each other's blocks, cold in their caches.
+constexpr size_t kFrontLargestBytes = size_t(16) << 20;
 constexpr size_t kFrontClasses = size_class(kFrontLargestBytes).index + 1;
-constexpr size_t kFrontBlocks = 8;
-constexpr size_t kFrontLimitBytes = size_t(2) << 20;
+constexpr size_t kFrontLimitBytes = size_t(64) << 20;
 
 struct Front {
-  std::array<std::array<void*, kFrontBlocks>, kFrontClasses> blocks{};
-  std::array<size_t, kFrontClasses> counts{};
+  std::array<std::vector<void*>, kFrontClasses> blocks;
   size_t bytes = 0;
 
   // A block of the class, or null if the front has none.
   void* take(const SizeClass& size) {
-    if (size.index >= kFrontClasses || counts[size.index] == 0) return nullptr;
-    void* block = blocks[size.index][--counts[size.index]];
+    if (size.index >= kFrontClasses || blocks[size.index].empty()) return nullptr;
+    void* block = blocks[size.index].back();
+    blocks[size.index].pop_back();
     bytes -= size.bytes;
     unpoison(block, size.bytes);
     return block;
   }
   // Keeps the block if there is room for it.
   bool give(void* block, const SizeClass& size) {
-    if (size.index >= kFrontClasses || counts[size.index] == kFrontBlocks ||
-        bytes + size.bytes > kFrontLimitBytes) {
-      return false;
+    if (size.index >= kFrontClasses || bytes + size.bytes > kFrontLimitBytes) return false;
+    try {
+      blocks[size.index].push_back(block);
+    } catch (const std::bad_alloc&) {
+      return false;  // no room to remember it: the caller passes it on
     }
-    blocks[size.index][counts[size.index]++] = block;
     bytes += size.bytes;
     poison(block, size.bytes);
     return true;
@@ -118,11 +121,11 @@ struct Front {
   template <typename To>
   void drain(To&& to) {
     for (size_t index = 0; index < kFrontClasses; ++index) {
-      for (size_t i = 0; i < counts[index]; ++i) {
-        unpoison(blocks[index][i], class_bytes(index));
-        to(blocks[index][i], SizeClass{class_bytes(index), index});
+      for (void* block : blocks[index]) {
+        unpoison(block, class_bytes(index));
+        to(block, SizeClass{class_bytes(index), index});
       }
-      counts[index] = 0;
+      blocks[index].clear();
     }
     bytes = 0;
   }
