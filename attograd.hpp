@@ -34,6 +34,7 @@
 #include "nn/activation.hpp"
 #include "nn/attention.hpp"
 #include "nn/checkpoint.hpp"
+#include "nn/data_parallel.hpp"
 #include "nn/dropout.hpp"
 #include "nn/embedding.hpp"
 #include "nn/gru.hpp"

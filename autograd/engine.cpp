@@ -109,6 +109,17 @@ void zero_grad(const Tensor& t) {
   }
 }
 
+void add_to_grad(const Tensor& t, const Tensor& gradient) {
+  check(requires_grad(t),
+        "add_to_grad: the tensor does not require grad, so it has no gradient to add to; call "
+        "requires_grad_ on it first");
+  check(gradient.shape() == t.shape(),
+        "add_to_grad: the gradient's shape {} is not the tensor's {}; give one gradient entry "
+        "per entry of the tensor",
+        gradient.shape().str(), t.shape().str());
+  accumulate_into(autograd_meta(t)->grad, gradient);
+}
+
 void retain_grad(const Tensor& t) {
   check(requires_grad(t),
         "retain_grad: the tensor does not require grad, so it will never have a gradient");

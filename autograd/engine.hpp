@@ -71,6 +71,10 @@ Tensor requires_grad_(Tensor t, bool enabled = true);
 Tensor grad(const Tensor& t);
 // Forget t's gradient (the next backward starts from zero).
 void zero_grad(const Tensor& t);
+// Add `gradient` (t's shape) into t's gradient, as a backward() reaching t
+// would: gradients that several graphs computed for one tensor (copies of
+// a model that each took part of a batch) end up summed in one place.
+void add_to_grad(const Tensor& t, const Tensor& gradient);
 // Keep the gradient of a non-leaf tensor after backward (like torch's retain_grad).
 void retain_grad(const Tensor& t);
 // Same values, same storage, no history: gradients stop here.

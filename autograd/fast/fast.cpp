@@ -5,22 +5,26 @@
 
 namespace attograd::fast {
 
-ReferencePath::ReferencePath()
-    : deferred_(deferred_gradients()),
-      reuse_(reuse_forward_values()),
-      fused_(fused_ops()),
-      pooling_(pool::pooling()) {
-  set_deferred_gradients(false);
-  set_reuse_forward_values(false);
-  set_fused_ops(false);
-  pool::set_pooling(false);
+namespace {
+
+void apply(const Switches& switches) {
+  set_deferred_gradients(switches.deferred_gradients);
+  set_reuse_forward_values(switches.reuse_forward_values);
+  set_fused_ops(switches.fused_ops);
+  pool::set_pooling(switches.pooling);
 }
 
-ReferencePath::~ReferencePath() {
-  set_deferred_gradients(deferred_);
-  set_reuse_forward_values(reuse_);
-  set_fused_ops(fused_);
-  pool::set_pooling(pooling_);
+}  // namespace
+
+Switches Switches::current() {
+  return {fast::deferred_gradients(), fast::reuse_forward_values(), fast::fused_ops(),
+          pool::pooling()};
 }
+
+UseSwitches::UseSwitches(const Switches& switches) : previous_(Switches::current()) {
+  apply(switches);
+}
+
+UseSwitches::~UseSwitches() { apply(previous_); }
 
 }  // namespace attograd::fast

@@ -27,17 +27,36 @@
 
 namespace attograd::fast {
 
-// While alive, this thread runs the reference path: every mechanism above is
-// off. Restores the previous settings when it ends.
-class ReferencePath {
+// The four switches above, as one thread has them. They are per thread: a
+// thread that trains on another's behalf (a copy of the model taking part of
+// the batch) takes the caller's settings with a UseSwitches guard.
+struct Switches {
+  bool deferred_gradients = true;
+  bool reuse_forward_values = true;
+  bool fused_ops = true;
+  bool pooling = true;
+
+  static Switches current();                                            // this thread's
+  static Switches reference() { return {false, false, false, false}; }  // every one off
+};
+
+// While alive, this thread runs with `switches`; restores its own when it ends.
+class UseSwitches {
  public:
-  ReferencePath();
-  ~ReferencePath();
-  ReferencePath(const ReferencePath&) = delete;
-  ReferencePath& operator=(const ReferencePath&) = delete;
+  explicit UseSwitches(const Switches& switches);
+  ~UseSwitches();
+  UseSwitches(const UseSwitches&) = delete;
+  UseSwitches& operator=(const UseSwitches&) = delete;
 
  private:
-  bool deferred_, reuse_, fused_, pooling_;
+  Switches previous_;
+};
+
+// While alive, this thread runs the reference path: every mechanism above is
+// off. Restores the previous settings when it ends.
+class ReferencePath : public UseSwitches {
+ public:
+  ReferencePath() : UseSwitches(Switches::reference()) {}
 };
 
 }  // namespace attograd::fast

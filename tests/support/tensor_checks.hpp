@@ -1,26 +1,55 @@
 // tests/support/tensor_checks.hpp — comparing tensors element by element, and
-// padded id arrays for the translation models' tests.
+// padded id arrays and the shipped pairs for the translation models' tests.
 #pragma once
 
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
+#include <string>
+#include <type_traits>
 #include <vector>
 
 #include "models/text/batching.hpp"
+#include "models/text/normalize.hpp"
+#include "models/text/pairs.hpp"
 #include "tensor/tensor.hpp"
 
 namespace attograd::testing {
 
+// Every element of the tensors (a model's parameters, say), one tensor after another.
+inline std::vector<real> values_of(const std::vector<Tensor>& tensors) {
+  std::vector<real> values;
+  for (const Tensor& t : tensors) {
+    const std::vector<real> these = t.to_vector();
+    values.insert(values.end(), these.begin(), these.end());
+  }
+  return values;
+}
+
+// The largest |a[i] − b[i]| of two lists of numbers of the same length.
+template <typename T>
+requires std::is_arithmetic_v<T>
+double max_difference(const std::vector<T>& a, const std::vector<T>& b) {
+  REQUIRE(a.size() == b.size());
+  double worst = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    worst = std::max(worst, std::abs(double(a[i]) - double(b[i])));
+  }
+  return worst;
+}
+
 // The largest |a − b| over the elements of two tensors of the same size.
 inline double max_difference(const Tensor& a, const Tensor& b) {
-  const std::vector<real> x = a.to_vector(), y = b.to_vector();
-  REQUIRE(x.size() == y.size());
+  return max_difference(a.to_vector(), b.to_vector());
+}
+
+// The largest |a − b| over the elements of two lists of tensors (two models'
+// parameters, say), pair by pair.
+inline double max_difference(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
+  REQUIRE(a.size() == b.size());
   double worst = 0;
-  for (size_t i = 0; i < x.size(); ++i) {
-    worst = std::max(worst, std::abs(static_cast<double>(x[i]) - static_cast<double>(y[i])));
-  }
+  for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, max_difference(a[i], b[i]));
   return worst;
 }
 
@@ -46,6 +75,15 @@ inline text::PaddedArray padded(const std::vector<std::vector<int64_t>>& sentenc
     array.valid_lengths.push_back(std::min<int64_t>(static_cast<int64_t>(ids.size()), T));
   }
   return array;
+}
+
+// The first `count` pairs of the shipped data (data/eng-fra.tsv, English
+// source) with d2l's preprocessing, vocabularies and T = 10.
+inline text::BatchedData shipped_pairs(int64_t count) {
+  const text::PairSet set =
+      text::read_pairs(std::string(ATTOGRAD_SOURCE_DIR) + "/data/eng-fra.tsv",
+                       text::ReadOptions().reverse(true).normalization(text::Normalization::kD2l));
+  return text::prepare_batched_data(set.pairs, text::BatchedDataOptions().num_examples(count));
 }
 
 }  // namespace attograd::testing

@@ -11,6 +11,8 @@ namespace attograd::testing {
 
 class ThreadSettings {
  public:
+  // The thread count alone; the split threshold stays as it is.
+  explicit ThreadSettings(int threads) : ThreadSettings(threads, parallel::min_parallel_work()) {}
   ThreadSettings(int threads, int64_t min_work)
       : threads_(parallel::num_threads()), min_work_(parallel::min_parallel_work()) {
     parallel::set_num_threads(threads);
