@@ -2,7 +2,10 @@
 // --recipe transformer`) against the same recipe in PyTorch
 // (bench/reference/transformer.py), alternately in one run.
 //
-//   ./build/bench/bench_transformer [--epochs 10] [--rounds 3] [--threads 1]
+//   ./build/bench/bench_transformer [--epochs 10] [--rounds 3] [--threads 1] [--replicas 1]
+//
+// --threads 2 --replicas 2: attograd splits each batch over two copies of
+// the model on two threads (nn::DataParallel); PyTorch gets two threads.
 //
 // Prints target tokens per second, ms per epoch of the training loop and the
 // final loss of each side, medians over the rounds, and attograd's speed over

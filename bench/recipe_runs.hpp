@@ -31,6 +31,7 @@ struct RecipeComparison {
   int epochs = 30;
   int rounds = 3;
   int threads = 1;
+  int replicas = 1;  // attograd's --replicas: copies of the model sharing each batch
 };
 
 // Runs the comparison and prints a table of tokens/s and ms per epoch. Returns
@@ -42,8 +43,9 @@ inline bool compare_recipe(const RecipeComparison& c) {
   if (c.threads == 1) pinned.emplace();
   std::vector<double> ours_tokens, ours_ms, ours_loss, theirs_tokens, theirs_ms, theirs_loss;
   const std::string ours_command = fmt::format(
-      "'{}' train --recipe {} --epochs {} --threads {} --json --out '{}/bench-{}'",
-      example_program("translate"), c.recipe, c.epochs, c.threads, ATTOGRAD_BINARY_DIR, c.recipe);
+      "'{}' train --recipe {} --epochs {} --threads {} --replicas {} --json --out '{}/bench-{}'",
+      example_program("translate"), c.recipe, c.epochs, c.threads, c.replicas, ATTOGRAD_BINARY_DIR,
+      c.recipe);
   const std::string theirs_arguments = fmt::format("--epochs {} --threads {}", c.epochs, c.threads);
   for (int round = 0; round < c.rounds; ++round) {
     const auto ours = last_json_line(ours_command);
@@ -61,9 +63,11 @@ inline bool compare_recipe(const RecipeComparison& c) {
       theirs_loss.push_back((*theirs)["final_loss"].get<double>());
     }
   }
-  fmt::print("the {} recipe, {} epochs on {} thread(s){}, medians of {} alternating round(s)\n\n",
-             c.recipe, c.epochs, c.threads, pinned ? ", " + pinned->describe() : std::string(),
-             c.rounds);
+  fmt::print(
+      "the {} recipe, {} epochs on {} thread(s){}{}, medians of {} alternating round(s)\n\n",
+      c.recipe, c.epochs, c.threads,
+      c.replicas > 1 ? fmt::format(" ({} replicas for attograd)", c.replicas) : std::string(),
+      pinned ? ", " + pinned->describe() : std::string(), c.rounds);
   fmt::print("{:<28} {:>14} {:>12} {:>12}\n", "", "tokens/s", "ms/epoch", "final loss");
   fmt::print("{:<28} {:>14.0f} {:>12.1f} {:>12.4f}\n", "attograd (translate train)",
              median(ours_tokens), median(ours_ms), median(ours_loss));
@@ -79,8 +83,15 @@ inline bool compare_recipe(const RecipeComparison& c) {
   return true;
 }
 
-// bench_batched / bench_transformer's command line: [--epochs N] [--rounds N] [--threads N].
+// bench_batched / bench_transformer's command line:
+// [--epochs N] [--rounds N] [--threads N] [--replicas N].
 inline int recipe_main(int argc, char** argv, RecipeComparison comparison) {
+  const auto usage = [&] {
+    fmt::print(stderr, "usage: {} [--epochs N] [--rounds N] [--threads N] [--replicas N]\n",
+               argv[0]);
+    return 2;
+  };
+  if (argc % 2 == 0) return usage();
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     const int value = std::max(1, std::atoi(argv[i + 1]));
@@ -90,14 +101,11 @@ inline int recipe_main(int argc, char** argv, RecipeComparison comparison) {
       comparison.rounds = value;
     } else if (flag == "--threads") {
       comparison.threads = value;
+    } else if (flag == "--replicas") {
+      comparison.replicas = value;
     } else {
-      fmt::print(stderr, "usage: {} [--epochs N] [--rounds N] [--threads N]\n", argv[0]);
-      return 2;
+      return usage();
     }
-  }
-  if (argc % 2 == 0) {
-    fmt::print(stderr, "usage: {} [--epochs N] [--rounds N] [--threads N]\n", argv[0]);
-    return 2;
   }
   return compare_recipe(comparison) ? 0 : 1;
 }

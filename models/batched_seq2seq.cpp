@@ -14,6 +14,7 @@
 #include "autograd/ops.hpp"
 #include "models/batched_beam_decoder.hpp"
 #include "models/text/normalize.hpp"
+#include "nn/data_parallel.hpp"
 #include "nn/init.hpp"
 #include "nn/loss.hpp"
 #include "nn/optim.hpp"
@@ -231,6 +232,10 @@ EncoderOutput BatchedSeq2Seq::encode_sentence(const std::vector<int64_t>& source
                           {length});
 }
 
+std::shared_ptr<BatchedTranslator> BatchedSeq2Seq::replica(Generator& generator) const {
+  return std::make_shared<BatchedSeq2Seq>(options_, generator);
+}
+
 Prediction BatchedSeq2Seq::predict(const std::vector<int64_t>& source_ids, int64_t num_steps) {
   const nn::EvalModeGuard eval_mode(*this);
   const NoGradGuard no_grad;
@@ -278,6 +283,46 @@ void xavier_init_weights(nn::Module& module, Generator& generator) {
 
 // ---------------------------------------------------------------- training
 
+namespace {
+
+// The replicas' models beside `model` (none for one replica), their dropout
+// generators seeded from the training's seed.
+std::vector<std::shared_ptr<nn::Module>> make_copies(const BatchedTranslator& model,
+                                                     int64_t replicas, uint64_t seed) {
+  Generator generator(seed);
+  std::vector<std::shared_ptr<nn::Module>> copies;
+  for (int64_t r = 1; r < replicas; ++r) copies.push_back(model.replica(generator));
+  return copies;
+}
+
+// Σ_b loss_b over the batch, its gradient left in the model's parameters:
+// replica r takes its part of the rows (nn::DataParallel::part), sums its
+// pairs' losses and runs its backward; the parts' totals are added in
+// replica order.
+double replicated_loss(nn::DataParallel& replicas, const text::TranslationBatch& batch) {
+  const int64_t count = replicas.replicas();
+  std::vector<double> totals(static_cast<size_t>(count), 0.0);
+  replicas.run([&](int64_t replica, nn::Module& module) {
+    auto& model = static_cast<BatchedTranslator&>(module);
+    Tensor total;
+    if (count == 1) {
+      total = sum(model.loss(batch.source, batch.target));
+    } else {
+      const auto [begin, end] = nn::DataParallel::part(batch.source.rows, replica, count);
+      if (begin == end) return;  // a last batch with fewer pairs than replicas
+      std::vector<int64_t> rows(static_cast<size_t>(end - begin));
+      std::iota(rows.begin(), rows.end(), begin);
+      total = sum(
+          model.loss(text::gather_rows(batch.source, rows), text::gather_rows(batch.target, rows)));
+    }
+    backward(total);
+    totals[static_cast<size_t>(replica)] = static_cast<double>(total.item());
+  });
+  return std::accumulate(totals.begin(), totals.end(), 0.0);
+}
+
+}  // namespace
+
 TrainingReport train(BatchedTranslator& model, const text::BatchedData& data,
                      const BatchedTrainingOptions& options,
                      const std::function<void(const EpochReport&)>& on_epoch) {
@@ -286,6 +331,10 @@ TrainingReport train(BatchedTranslator& model, const text::BatchedData& data,
         "batched_seq2seq::train: epochs ({}) must be >= 0, batch_size ({}) >= 1, and lr ({}) "
         "and clip_norm ({}) positive",
         options.epochs(), options.batch_size(), options.lr(), options.clip_norm());
+  check(options.replicas() >= 1 && options.replicas() <= options.batch_size(),
+        "batched_seq2seq::train: {} replicas for batches of {} pairs; each replica takes a part "
+        "of every batch, so give between 1 and the batch size",
+        options.replicas(), options.batch_size());
   check(data.source.rows >= 1, "batched_seq2seq::train: there are no training pairs");
   check(data.source_vocabulary.size() == model.source_vocabulary_size() &&
             data.target_vocabulary.size() == model.target_vocabulary_size(),
@@ -297,8 +346,10 @@ TrainingReport train(BatchedTranslator& model, const text::BatchedData& data,
   nn::Adam adam(model.named_parameters(), nn::AdamOptions(options.lr()));
   nn::LRScheduler scheduler(adam, options.lr_schedule());
   const std::vector<Tensor> parameters = model.parameters();
+  nn::DataParallel replicas(model, make_copies(model, options.replicas(), options.seed()));
   text::BatchIterator batches(data.source, data.target, options.batch_size(), options.seed());
   TrainingReport report;
+  report.replicas = options.replicas();
   using Clock = std::chrono::steady_clock;
   for (int64_t epoch = 1; epoch <= options.epochs(); ++epoch) {
     const Clock::time_point start = Clock::now();
@@ -308,17 +359,15 @@ TrainingReport train(BatchedTranslator& model, const text::BatchedData& data,
     batches.start_epoch();
     while (const std::optional<text::TranslationBatch> batch = batches.next()) {
       adam.zero_grad();
-      const Tensor total = sum(model.loss(batch->source, batch->target));
-      backward(total);
+      const double total = replicated_loss(replicas, *batch);
       nn::clip_grad_norm(parameters, options.clip_norm(), /*error_if_nonfinite=*/true);
       adam.step();
       const int64_t batch_tokens = std::accumulate(batch->target.valid_lengths.begin(),
                                                    batch->target.valid_lengths.end(), int64_t{0});
       if (tokens == 0 && batch_tokens > 0) {
-        epoch_report.first_batch_loss =
-            static_cast<double>(total.item()) / static_cast<double>(batch_tokens);
+        epoch_report.first_batch_loss = total / static_cast<double>(batch_tokens);
       }
-      loss_sum += static_cast<double>(total.item());
+      loss_sum += total;
       tokens += batch_tokens;
     }
     epoch_report.epoch = epoch;

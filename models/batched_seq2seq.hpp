@@ -211,6 +211,11 @@ class BatchedTranslator : public nn::Module {
 
   virtual int64_t source_vocabulary_size() const = 0;
   virtual int64_t target_vocabulary_size() const = 0;
+
+  // A model of the same options built apart: its own layers, its values and
+  // dropout generators drawn from `generator`. train() makes these as the
+  // replicas of nn::DataParallel, which copies this model's values into them.
+  virtual std::shared_ptr<BatchedTranslator> replica(Generator& generator) const = 0;
 };
 
 class BatchedSeq2Seq : public BatchedTranslator {
@@ -229,6 +234,7 @@ class BatchedSeq2Seq : public BatchedTranslator {
       const decoding::BeamSearchOptions& options) override;
   int64_t source_vocabulary_size() const override { return options_.source_vocabulary(); }
   int64_t target_vocabulary_size() const override { return options_.target_vocabulary(); }
+  std::shared_ptr<BatchedTranslator> replica(Generator& generator) const override;
 
   // The encoder's output for one sentence as predict reads it: source_ids
   // cut or padded to num_steps, valid length min(ids, num_steps) -> outputs
@@ -286,6 +292,14 @@ struct BatchedTrainingOptions {
     lr_schedule_ = std::move(value);
     return *this;
   }
+  // Copies of the model that share every batch, each taking 1/N of its
+  // pairs on its own thread (nn::DataParallel; default 1, the model alone).
+  // The training then depends on N (the order of the gradient's sums, each
+  // replica's dropout masks), never on the thread count.
+  BatchedTrainingOptions& replicas(int64_t value) {
+    replicas_ = value;
+    return *this;
+  }
 
   int64_t epochs() const { return epochs_; }
   double lr() const { return lr_; }
@@ -293,6 +307,7 @@ struct BatchedTrainingOptions {
   double clip_norm() const { return clip_norm_; }
   uint64_t seed() const { return seed_; }
   const nn::LRSchedule& lr_schedule() const { return lr_schedule_; }
+  int64_t replicas() const { return replicas_; }
 
  private:
   int64_t epochs_ = 250;
@@ -301,6 +316,7 @@ struct BatchedTrainingOptions {
   double clip_norm_ = 1.0;
   uint64_t seed_ = 0;
   nn::LRSchedule lr_schedule_ = nn::LRSchedule::constant();
+  int64_t replicas_ = 1;
 };
 
 struct EpochReport {
@@ -316,6 +332,7 @@ struct EpochReport {
 
 struct TrainingReport {
   std::vector<EpochReport> epochs;
+  int64_t replicas = 1;  // copies of the model that shared each batch
   double final_loss = 0;
   int64_t tokens = 0;
   double seconds = 0;

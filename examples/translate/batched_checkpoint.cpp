@@ -65,6 +65,7 @@ nn::Metadata to_metadata(const CheckpointInfo& info, const BatchedTrainFlags& fl
           {"min_freq", std::to_string(flags.min_freq)},
           {"epochs", std::to_string(report.epochs.size())},
           {"seed", std::to_string(flags.seed)},
+          {"replicas", std::to_string(flags.replicas)},
           {"final_loss", fmt::format("{}", report.final_loss)}};
 }
 

@@ -239,9 +239,9 @@ TrainingReport train_with_progress(BatchedSeq2Seq& model, const text::BatchedDat
   const BatchedTrainingOptions training = training_options(flags);
   out << fmt::format(
       "Training {} parameters (E = {}, H = {}, {} layers, dropout {}) for {} epochs, batch {}, "
-      "lr {}, {} thread{}\n",
+      "lr {}, {}\n",
       model.parameter_count(), flags.embed, flags.hidden, flags.layers, flags.dropout, flags.epochs,
-      flags.batch, flags.lr, parallel::num_threads(), parallel::num_threads() == 1 ? "" : "s");
+      flags.batch, flags.lr, threads_text(flags.replicas));
   return train_reporting_progress(model, data, training, flags.print_every, flags.out, out);
 }
 
@@ -321,6 +321,7 @@ void print_train_summary(const std::string& recipe, BatchedTranslator& model,
                                   {"parameters", model.parameter_count()},
                                   {"epochs", report.epochs.size()},
                                   {"threads", parallel::num_threads()},
+                                  {"replicas", report.replicas},
                                   {"final_loss", report.final_loss},
                                   {"tokens_per_second", report.tokens_per_second()},
                                   {"ms_per_epoch", report.ms_per_epoch()},
@@ -331,6 +332,16 @@ void print_train_summary(const std::string& recipe, BatchedTranslator& model,
                                   {"train_mean_sentence_bleu", evaluation.mean_sentence_bleu},
                                   {"checkpoint", checkpoint_path.string()}};
   std::cout << summary.dump() << std::endl;
+}
+
+void use_threads(int64_t threads, int64_t replicas) {
+  parallel::set_num_threads(static_cast<int>(threads > 0 ? threads : replicas));
+}
+
+std::string threads_text(int64_t replicas) {
+  const int threads = parallel::num_threads();
+  const std::string text = fmt::format("{} thread{}", threads, threads == 1 ? "" : "s");
+  return replicas == 1 ? text : fmt::format("{}, {} replicas", text, replicas);
 }
 
 void check_attention_sentence(const std::string& sentence) {
@@ -379,7 +390,7 @@ void finish_training(BatchedTranslator& model, const text::PairSet& set,
 
 int run_batched_train(const BatchedTrainFlags& flags) {
   std::ostream& out = flags.json ? std::cerr : std::cout;  // with --json stdout holds one line
-  if (flags.threads > 0) parallel::set_num_threads(static_cast<int>(flags.threads));
+  use_threads(flags.threads, flags.replicas);
 
   // Everything that can fail on bad input happens before anything is written,
   // and the output folder is known to be writable before training starts.

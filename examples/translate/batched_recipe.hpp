@@ -46,8 +46,9 @@ struct BatchedTrainFlags {
   std::string lr_schedule = "constant";  // see declare_batched_train_flags
   int64_t epochs = 250;
   double clip = 1.0;
-  int64_t seed = 0;     // initial weights, dropout masks and batch order
-  int64_t threads = 0;  // 0: ATTOGRAD_NUM_THREADS, else every core
+  int64_t seed = 0;      // initial weights, dropout masks and batch order
+  int64_t threads = 0;   // 0: one per replica
+  int64_t replicas = 1;  // copies of the model sharing each batch (nn::DataParallel)
   int64_t print_every = 10;
   std::string attention_sentence = "i'm home .";
   std::string out = "out/translate_batched";
@@ -129,8 +130,14 @@ void declare_training_flags(cli::Parser& parser, TrainFlags& flags,
       .flag("seed", flags.seed, "seed of the weights, dropout masks and batch order",
             cli::non_negative())
       .flag("threads", flags.threads,
-            "threads for large matrix products (0: ATTOGRAD_NUM_THREADS or every core)",
+            "threads for the replicas and for large matrix products (0: one per replica); "
+            "results do not depend on it",
             cli::non_negative())
+      .flag("replicas", flags.replicas,
+            "copies of the model that share each mini-batch, each on its own thread: faster on "
+            "two cores or more; the training then depends on this count (dropout masks, the "
+            "order of the gradient's sums)",
+            cli::size_at_most(kMaxReplicas))
       .flag("print-every", flags.print_every, "epochs per progress line", cli::positive())
       .flag("attention-sentence", flags.attention_sentence, attention_sentence_help)
       .flag("out", flags.out, "folder for the checkpoint and the pictures (created if missing)")
@@ -159,8 +166,16 @@ batched_seq2seq::BatchedTrainingOptions training_options(const TrainFlags& flags
       .batch_size(flags.batch)
       .clip_norm(flags.clip)
       .seed(static_cast<uint64_t>(flags.seed))
+      .replicas(flags.replicas)
       .lr_schedule(lr_schedule_from_flag(flags.lr_schedule, flags.epochs));
 }
+// Sets parallel::num_threads() from --threads, or to one per replica when it
+// is 0. (Splitting the recipes' products, which take microseconds each,
+// costs more than a second thread gives: docs/performance.md.)
+void use_threads(int64_t threads, int64_t replicas);
+// "1 thread", "2 threads", "2 threads, 2 replicas": the training line's account
+// of parallel::num_threads() and --replicas.
+std::string threads_text(int64_t replicas);
 // Throws unless the sentence has a word to translate.
 void check_attention_sentence(const std::string& sentence);
 

@@ -20,6 +20,7 @@ inline constexpr int64_t kMaxHidden = 4096;         // --hidden, --embed, --head
 inline constexpr int64_t kMaxFfn = 4 * kMaxHidden;  // --ffn
 inline constexpr int64_t kMaxLayers = 16;           // --layers, --blocks
 inline constexpr int64_t kMaxBatch = 4096;          // --batch
+inline constexpr int64_t kMaxReplicas = 64;         // --replicas
 inline constexpr int64_t kMaxSteps = 512;           // --num-steps, --max-length, and checkpoints'
 
 // Refuses a size read from checkpoint `path` (metadata key `key`) outside

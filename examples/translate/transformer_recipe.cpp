@@ -60,6 +60,7 @@ nn::Metadata to_metadata(const TransformerCheckpoint& info, const TransformerTra
           {"min_freq", std::to_string(flags.min_freq)},
           {"epochs", std::to_string(report.epochs.size())},
           {"seed", std::to_string(flags.seed)},
+          {"replicas", std::to_string(flags.replicas)},
           {"final_loss", fmt::format("{}", report.final_loss)}};
 }
 
@@ -212,7 +213,7 @@ void declare_transformer_eval_flags(cli::Parser& parser, BatchedEvalFlags& flags
 
 int run_transformer_train(const TransformerTrainFlags& flags) {
   std::ostream& out = flags.json ? std::cerr : std::cout;  // with --json stdout holds one line
-  if (flags.threads > 0) parallel::set_num_threads(static_cast<int>(flags.threads));
+  use_threads(flags.threads, flags.replicas);
   check(flags.hidden % flags.heads == 0,
         "--heads {} does not divide --hidden {}; each head gets hidden / heads numbers",
         flags.heads, flags.hidden);
@@ -236,10 +237,9 @@ int run_transformer_train(const TransformerTrainFlags& flags) {
   Transformer model(info.model, generator);
   out << fmt::format(
       "Training {} parameters (d = {}, {} blocks, {} heads, FFN {}, dropout {}) for {} epochs, "
-      "batch {}, lr {}, {} thread{}\n",
+      "batch {}, lr {}, {}\n",
       model.parameter_count(), flags.hidden, flags.blocks, flags.heads, flags.ffn, flags.dropout,
-      flags.epochs, flags.batch, flags.lr, parallel::num_threads(),
-      parallel::num_threads() == 1 ? "" : "s");
+      flags.epochs, flags.batch, flags.lr, threads_text(flags.replicas));
   const TrainingReport report = train_reporting_progress(model, data, training_options(flags),
                                                          flags.print_every, flags.out, out);
 

@@ -41,7 +41,8 @@ struct TransformerTrainFlags {
   int64_t epochs = 200;
   double clip = 1.0;
   int64_t seed = 0;
-  int64_t threads = 0;
+  int64_t threads = 0;  // 0: one per replica
+  int64_t replicas = 1;
   int64_t print_every = 10;
   std::string attention_sentence = "i'm home .";
   std::string out = "out/translate_transformer";

@@ -139,6 +139,11 @@ Transformer::Transformer(const TransformerOptions& options, Generator& generator
   batched_seq2seq::xavier_init_weights(*this, generator);
 }
 
+std::shared_ptr<batched_seq2seq::BatchedTranslator> Transformer::replica(
+    Generator& generator) const {
+  return std::make_shared<Transformer>(options_, generator);
+}
+
 Tensor Transformer::forward(const text::PaddedArray& source,
                             const std::vector<int64_t>& decoder_inputs,
                             const Shape& decoder_shape) {

@@ -210,6 +210,7 @@ class Transformer : public batched_seq2seq::BatchedTranslator {
       const decoding::BeamSearchOptions& options) override;
   int64_t source_vocabulary_size() const override { return options_.source_vocabulary(); }
   int64_t target_vocabulary_size() const override { return options_.target_vocabulary(); }
+  std::shared_ptr<batched_seq2seq::BatchedTranslator> replica(Generator& generator) const override;
 
   // The encoder's output for one sentence as predict reads it: source_ids
   // cut or padded to num_steps -> outputs (1,S,d) and the valid length

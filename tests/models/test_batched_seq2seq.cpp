@@ -7,7 +7,8 @@
 // scalar reference of d2l's model written out with plain loops (the
 // unbatched path, independent of the batched code); a short training run that overfits 64
 // pairs of the shipped data and translates them back; runs that repeat
-// exactly for a fixed seed, with 1 or 2 threads; a non-finite gradient norm
+// exactly for a fixed seed, with 1 or 2 threads; replicas that train as the
+// model alone does, to rounding; a non-finite gradient norm
 // that stops training before the step; and errors that name the layer, the
 // shapes and the values.
 #include <algorithm>
@@ -26,13 +27,14 @@
 #include "models/text/pairs.hpp"
 #include "nn/optim.hpp"
 #include "tensor/factory.hpp"
-#include "tensor/parallel.hpp"
 #include "tests/support/tensor_checks.hpp"
+#include "tests/support/thread_settings.hpp"
 
 using namespace attograd;
 using namespace attograd::batched_seq2seq;
 using Catch::Matchers::Contains;
 using testing::max_difference;
+using testing::shipped_pairs;
 
 namespace {
 
@@ -67,13 +69,6 @@ LossAndGradients loss_and_gradients(BatchedSeq2Seq& model, const text::PaddedArr
   LossAndGradients result{static_cast<double>(total.item()), {}};
   for (const Tensor& parameter : model.parameters()) result.gradients.push_back(grad(parameter));
   return result;
-}
-
-text::BatchedData shipped_pairs(int64_t count) {
-  const text::PairSet set =
-      text::read_pairs(std::string(ATTOGRAD_SOURCE_DIR) + "/data/eng-fra.tsv",
-                       text::ReadOptions().reverse(true).normalization(text::Normalization::kD2l));
-  return text::prepare_batched_data(set.pairs, text::BatchedDataOptions().num_examples(count));
 }
 
 // ---------------------------------------------------------------- a scalar reference
@@ -409,38 +404,59 @@ TEST_CASE("BatchedSeq2Seq: a short training run overfits 64 pairs and translates
   CHECK(model.is_training());  // predict restores the mode it found
 }
 
+// The losses and final weights of two epochs on `data` from seed 7, with
+// `replicas` replicas on `threads` threads, every product split but the
+// smallest ones.
+std::pair<std::vector<double>, std::vector<real>> train_briefly(const text::BatchedData& data,
+                                                                int64_t replicas, int threads,
+                                                                double dropout) {
+  const testing::ThreadSettings settings(threads, 1024);
+  Generator generator(7);
+  BatchedSeq2Seq model(
+      BatchedSeq2SeqOptions(data.source_vocabulary.size(), data.target_vocabulary.size())
+          .embed_size(8)
+          .hidden_size(8)
+          .dropout(dropout),
+      generator);
+  const TrainingReport report = train(
+      model, data, BatchedTrainingOptions().epochs(2).batch_size(16).seed(3).replicas(replicas));
+  CHECK(report.replicas == replicas);
+  std::vector<double> losses;
+  for (const EpochReport& epoch : report.epochs) losses.push_back(epoch.loss);
+  return {losses, testing::values_of(model.parameters())};
+}
+
 TEST_CASE("BatchedSeq2Seq: training repeats exactly for a seed, with 1 or 2 threads",
           "[batched_seq2seq]") {
   const text::BatchedData data = shipped_pairs(32);
-  const int threads = parallel::num_threads();
-  const int64_t min_work = parallel::min_parallel_work();
-  auto run = [&](int thread_count) {
-    parallel::set_num_threads(thread_count);
-    parallel::set_min_parallel_work(1024);  // split all but the smallest products
-    Generator generator(7);
-    BatchedSeq2Seq model(
-        BatchedSeq2SeqOptions(data.source_vocabulary.size(), data.target_vocabulary.size())
-            .embed_size(8)
-            .hidden_size(8),
-        generator);  // dropout 0.1: the masks must repeat too
-    const TrainingReport report =
-        train(model, data, BatchedTrainingOptions().epochs(2).batch_size(16).seed(3));
-    std::vector<double> losses;
-    for (const EpochReport& epoch : report.epochs) losses.push_back(epoch.loss);
-    std::vector<real> parameters;
-    for (const Tensor& p : model.parameters()) {
-      const std::vector<real> values = p.to_vector();
-      parameters.insert(parameters.end(), values.begin(), values.end());
-    }
-    return std::make_pair(losses, parameters);
-  };
-  const auto first = run(1);
-  const auto again = run(1);
-  const auto threaded = run(2);
-  parallel::set_num_threads(threads);
-  parallel::set_min_parallel_work(min_work);
-  CHECK(again == first);
-  CHECK(threaded == first);
+  const auto first = train_briefly(data, 1, 1, 0.1);  // dropout: the masks must repeat too
+  CHECK(train_briefly(data, 1, 1, 0.1) == first);
+  CHECK(train_briefly(data, 1, 2, 0.1) == first);
+}
+
+TEST_CASE("BatchedSeq2Seq: replicas train as the model alone, the same on 1 or 2 threads",
+          "[batched_seq2seq]") {
+  const text::BatchedData data = shipped_pairs(32);
+  // With dropout the replicas draw masks of their own, but the run repeats
+  // exactly, whichever thread runs which replica.
+  const auto two = train_briefly(data, 2, 1, 0.1);
+  CHECK(train_briefly(data, 2, 2, 0.1) == two);
+  CHECK(train_briefly(data, 3, 2, 0.1) != two);
+  // Without dropout two replicas train the model alone does: the gradient is
+  // the same sum in another order, so the runs part only by rounding.
+  const auto alone = train_briefly(data, 1, 1, 0);
+  const auto split = train_briefly(data, 2, 2, 0);
+  const double tolerance = std::is_same_v<real, double> ? 1e-10 : 1e-4;
+  for (size_t e = 0; e < alone.first.size(); ++e) {
+    CHECK(split.first[e] == Approx(alone.first[e]).epsilon(tolerance));
+  }
+  CHECK(max_difference(split.second, alone.second) <= tolerance);
+  CHECK(max_difference(split.second, alone.second) > 0);  // the replicas did split the batch
+
+  Generator generator(1);
+  BatchedSeq2Seq model(small_options(), generator);
+  CHECK_THROWS_WITH(train(model, data, BatchedTrainingOptions().batch_size(4).replicas(5)),
+                    Contains("5 replicas for batches of 4 pairs"));
 }
 
 TEST_CASE("BatchedSeq2Seq: a non-finite gradient norm stops training before the step",

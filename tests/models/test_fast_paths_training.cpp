@@ -26,34 +26,16 @@
 #include "models/text/pairs.hpp"
 #include "models/translation/corpus.hpp"
 #include "models/translation/training.hpp"
+#include "tests/support/tensor_checks.hpp"
 
 using namespace attograd;
+using testing::max_difference;
 
 namespace {
 
 constexpr bool kDouble = std::is_same_v<real, double>;
 
 // The largest |a − b| over two lists of parameters, and over two loss lists.
-double largest_difference(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
-  REQUIRE(a.size() == b.size());
-  double largest = 0;
-  for (size_t p = 0; p < a.size(); ++p) {
-    const std::vector<real> x = a[p].to_vector(), y = b[p].to_vector();
-    REQUIRE(x.size() == y.size());
-    for (size_t i = 0; i < x.size(); ++i) {
-      largest = std::max(largest, std::abs(double(x[i]) - double(y[i])));
-    }
-  }
-  return largest;
-}
-
-double largest_difference(const std::vector<double>& a, const std::vector<double>& b) {
-  REQUIRE(a.size() == b.size());
-  double largest = 0;
-  for (size_t i = 0; i < a.size(); ++i) largest = std::max(largest, std::abs(a[i] - b[i]));
-  return largest;
-}
-
 struct TutorialRun {
   std::vector<double> losses;  // per iteration, loss per target word
   std::vector<Tensor> parameters;
@@ -95,9 +77,9 @@ TEST_CASE("fast paths: 300 tutorial iterations equal the reference path's, both 
     // table rows are applied one by one rather than through a dense matrix:
     // float rounding, compounded over 300 SGD steps of a recurrent model.
     const double tolerance = kDouble ? 1e-12 : 1e-5;  // measured: 2.7e-15 and 9.5e-7
-    const double loss_difference = largest_difference(fast_run.losses, reference_run.losses);
+    const double loss_difference = max_difference(fast_run.losses, reference_run.losses);
     const double parameter_difference =
-        largest_difference(fast_run.parameters, reference_run.parameters);
+        max_difference(fast_run.parameters, reference_run.parameters);
     INFO("largest loss difference " << loss_difference << ", parameter difference "
                                     << parameter_difference);
     CHECK(loss_difference <= tolerance);
@@ -109,11 +91,7 @@ TEST_CASE("fast paths: 300 tutorial iterations equal the reference path's, both 
 
 TEST_CASE("fast paths: 20 batched-recipe steps equal the reference path's",
           "[fast_paths][batched_seq2seq]") {
-  const text::PairSet set =
-      text::read_pairs(std::string(ATTOGRAD_SOURCE_DIR) + "/data/eng-fra.tsv",
-                       text::ReadOptions().reverse(true).normalization(text::Normalization::kD2l));
-  const text::BatchedData data =
-      text::prepare_batched_data(set.pairs, text::BatchedDataOptions().num_examples(320));
+  const text::BatchedData data = testing::shipped_pairs(320);
   auto run = [&](bool reference_path) {
     std::optional<fast::ReferencePath> reference;
     if (reference_path) reference.emplace();
@@ -134,7 +112,7 @@ TEST_CASE("fast paths: 20 batched-recipe steps equal the reference path's",
   // is near zero its rounding difference can change that step by a good part
   // of lr = 0.005. Measured here: 4.2e-5 in float, 1.2e-14 in double.
   const double tolerance = kDouble ? 1e-12 : 2e-4;
-  const double parameter_difference = largest_difference(fast_parameters, reference_parameters);
+  const double parameter_difference = max_difference(fast_parameters, reference_parameters);
   INFO("final loss " << fast_loss << " vs " << reference_loss << ", largest parameter difference "
                      << parameter_difference);
   CHECK(std::abs(fast_loss - reference_loss) <= tolerance);
@@ -166,8 +144,8 @@ TEST_CASE("fast paths: 100 NW epochs equal the reference path's, scalar and vect
     // vector w; float).
     const double loss_tolerance = kDouble ? 1e-10 : 5e-4;
     const double w_tolerance = kDouble ? 1e-12 : 2e-5;
-    const double loss_difference = largest_difference(fast_run.first, reference_run.first);
-    const double w_difference = largest_difference(fast_run.second, reference_run.second);
+    const double loss_difference = max_difference(fast_run.first, reference_run.first);
+    const double w_difference = max_difference(fast_run.second, reference_run.second);
     INFO("largest loss difference " << loss_difference << ", w difference " << w_difference);
     CHECK(loss_difference <= loss_tolerance);
     CHECK(w_difference <= w_tolerance);

@@ -4,7 +4,8 @@
 // d2l's parameter names and shapes; cached one-token-at-a-time decoding
 // equals running the whole prefix with the causal mask; padded source
 // positions and later target tokens change nothing; a short training run
-// overfits 64 pairs of the shipped data and translates them back; predict's
+// overfits 64 pairs of the shipped data and translates them back; two
+// replicas train as the model alone does, to rounding; predict's
 // attention maps have the promised shapes; bad sizes are clear errors.
 #include <algorithm>
 #include <catch2/catch.hpp>
@@ -20,6 +21,7 @@
 #include "models/transformer/transformer.hpp"
 #include "tensor/factory.hpp"
 #include "tests/support/tensor_checks.hpp"
+#include "tests/support/thread_settings.hpp"
 
 using namespace attograd;
 using namespace attograd::transformer;
@@ -103,11 +105,7 @@ TEST_CASE("Transformer: padded source ids and later target tokens change nothing
 
 TEST_CASE("Transformer: a short training run overfits 64 pairs and translates them back",
           "[transformer_model][slow]") {
-  const text::PairSet set =
-      text::read_pairs(std::string(ATTOGRAD_SOURCE_DIR) + "/data/eng-fra.tsv",
-                       text::ReadOptions().reverse(true).normalization(text::Normalization::kD2l));
-  const text::BatchedData data =
-      text::prepare_batched_data(set.pairs, text::BatchedDataOptions().num_examples(64));
+  const text::BatchedData data = testing::shipped_pairs(64);
   Generator generator(0);
   Transformer model(
       TransformerOptions(data.source_vocabulary.size(), data.target_vocabulary.size()).dropout(0),
@@ -138,6 +136,31 @@ TEST_CASE("Transformer: a short training run overfits 64 pairs and translates th
   INFO(exact << " of " << evaluation.pairs.size() << " sources translated exactly");
   CHECK(exact >= static_cast<int64_t>(0.8 * static_cast<double>(evaluation.pairs.size())));
   CHECK(model.is_training());  // predict restores the mode it found
+}
+
+TEST_CASE("Transformer: two replicas train as the model alone, the same on 1 or 2 threads",
+          "[transformer_model]") {
+  const text::BatchedData data = testing::shipped_pairs(32);
+  auto run = [&](int64_t replicas, int threads) {
+    const testing::ThreadSettings settings(threads);
+    Generator generator(5);
+    Transformer model(
+        TransformerOptions(data.source_vocabulary.size(), data.target_vocabulary.size())
+            .num_hiddens(8)
+            .num_heads(2)
+            .ffn_num_hiddens(16)
+            .dropout(0),
+        generator);
+    batched_seq2seq::train(
+        model, data,
+        batched_seq2seq::BatchedTrainingOptions().epochs(2).batch_size(16).replicas(replicas));
+    return testing::values_of(model.parameters());
+  };
+  const std::vector<real> alone = run(1, 1);
+  const std::vector<real> split = run(2, 1);
+  CHECK(run(2, 2) == split);
+  CHECK(max_difference(split, alone) <= (std::is_same_v<real, double> ? 1e-10 : 1e-4));
+  CHECK(max_difference(split, alone) > 0);  // the replicas did split the batch
 }
 
 TEST_CASE("Transformer: predict keeps every head's weights", "[transformer_model]") {
