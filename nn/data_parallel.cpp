@@ -55,9 +55,18 @@ void DataParallel::run(const std::function<void(int64_t replica, Module& module)
         const fast::UseSwitches same_switches(switches);
         for (int64_t replica = begin; replica < end; ++replica) {
           if (replica == 0) {
-            std::optional<NoGradGuard> no_grad;
-            if (!recording) no_grad.emplace();
-            step(0, model_);
+            {
+              std::optional<NoGradGuard> no_grad;
+              if (!recording) no_grad.emplace();
+              step(0, model_);
+            }
+            // With copies, the model's deferred parts
+            // (autograd/fast/deferred_gradient.hpp) are formed here, while
+            // the copies form theirs: the optimizer would form them anyway.
+            if (!copies_.empty()) {
+              const NoGradGuard no_grad;
+              for (const Tensor& parameter : model_parameters_) grad(parameter);
+            }
             continue;
           }
           Module& copy = *copies_[static_cast<size_t>(replica - 1)];

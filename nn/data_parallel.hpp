@@ -49,7 +49,8 @@ class DataParallel {
   // every r < replicas() on the threads of parallel::parallel_for (replica 0,
   // model itself, on the calling thread; with fewer threads than replicas a
   // thread runs several in turn), each with the caller's fast-path switches
-  // and grad mode; then adds the copies' gradients into model's, copy 1 first.
+  // and grad mode, and forms its deferred gradient parts there; then adds the
+  // copies' gradients into model's, copy 1 first.
   // Products inside a step run on its thread alone. An exception thrown by a
   // step is rethrown once every step has ended, before anything is added.
   void run(const std::function<void(int64_t replica, Module& module)>& step);
