@@ -72,10 +72,10 @@ void DataParallel::run(const std::function<void(int64_t replica, Module& module)
           Module& copy = *copies_[static_cast<size_t>(replica - 1)];
           std::vector<Tensor>& parameters = copy_parameters_[static_cast<size_t>(replica - 1)];
           {
-            // A copy's gradients are made, formed and freed on the thread that
-            // runs it: memory blocks a thread frees go to its own free lists
-            // (tensor/fast/pool.hpp), and blocks passed from one thread to the
-            // other would leave the two writing the same cache lines.
+            // A copy's values are copied in, and its gradients made, formed
+            // and freed, on the thread that runs it: its blocks stay in that
+            // thread's caches and free lists (tensor/fast/pool.hpp, the
+            // storage cache), not handed from one thread to the other.
             const NoGradGuard no_grad;
             copy.train(training);
             for (size_t i = 0; i < parameters.size(); ++i) {
