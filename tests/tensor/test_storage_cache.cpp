@@ -149,7 +149,7 @@ TEST_CASE("storage cache: a thread's own blocks go to the shared lists when it e
   CHECK(here.data() == freed_there);
 }
 
-TEST_CASE("storage cache: a thread keeps the blocks it frees; larger ones are shared",
+TEST_CASE("storage cache: a thread keeps the blocks it frees, and larger ones are shared",
           "[storage]") {
   Storage::release_cache();
   std::vector<std::unique_ptr<Storage>> live;
