@@ -116,7 +116,7 @@ void add_to_grad(const Tensor& t, const Tensor& gradient) {
   check(gradient.shape() == t.shape(),
         "add_to_grad: the gradient's shape {} is not the tensor's {}; give one gradient entry "
         "per entry of the tensor",
-        gradient.shape().str(), t.shape().str());
+        gradient.shape(), t.shape());
   accumulate_into(autograd_meta(t)->grad, gradient);
 }
 

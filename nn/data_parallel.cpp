@@ -29,8 +29,8 @@ DataParallel::DataParallel(Module& model, std::vector<std::shared_ptr<Module>> c
           theirs[i].first == named[i].first && theirs[i].second.shape() == named[i].second.shape(),
           "DataParallel: copy {}'s parameter {} is '{}' {}, the model's is '{}' {}; build the "
           "copies with the model's options",
-          c + 1, i, theirs[i].first, theirs[i].second.shape().str(), named[i].first,
-          named[i].second.shape().str());
+          c + 1, i, theirs[i].first, theirs[i].second.shape(), named[i].first,
+          named[i].second.shape());
       parameters.push_back(theirs[i].second);
     }
     copy_parameters_.push_back(std::move(parameters));
@@ -54,30 +54,17 @@ void DataParallel::run(const std::function<void(int64_t replica, Module& module)
       replicas(), std::numeric_limits<int64_t>::max(), [&](int64_t begin, int64_t end) {
         const fast::UseSwitches same_switches(switches);
         for (int64_t replica = begin; replica < end; ++replica) {
-          if (replica == 0) {
-            {
-              std::optional<NoGradGuard> no_grad;
-              if (!recording) no_grad.emplace();
-              step(0, model_);
-            }
-            // With copies, the model's deferred parts
-            // (autograd/fast/deferred_gradient.hpp) are formed here, while
-            // the copies form theirs: the optimizer would form them anyway.
-            if (!copies_.empty()) {
-              const NoGradGuard no_grad;
-              for (const Tensor& parameter : model_parameters_) grad(parameter);
-            }
-            continue;
-          }
-          Module& copy = *copies_[static_cast<size_t>(replica - 1)];
-          std::vector<Tensor>& parameters = copy_parameters_[static_cast<size_t>(replica - 1)];
-          {
+          const bool is_copy = replica > 0;
+          Module& module = is_copy ? *copies_[static_cast<size_t>(replica - 1)] : model_;
+          std::vector<Tensor>& parameters =
+              is_copy ? copy_parameters_[static_cast<size_t>(replica - 1)] : model_parameters_;
+          if (is_copy) {
             // A copy's values are copied in, and its gradients made, formed
             // and freed, on the thread that runs it: its blocks stay in that
             // thread's caches and free lists (tensor/fast/pool.hpp, the
             // storage cache), not handed from one thread to the other.
             const NoGradGuard no_grad;
-            copy.train(training);
+            module.train(training);
             for (size_t i = 0; i < parameters.size(); ++i) {
               parameters[i].copy_from(model_parameters_[i]);
               zero_grad(parameters[i]);
@@ -86,10 +73,16 @@ void DataParallel::run(const std::function<void(int64_t replica, Module& module)
           {
             std::optional<NoGradGuard> no_grad;
             if (!recording) no_grad.emplace();
-            step(replica, copy);
+            step(replica, module);
           }
-          const NoGradGuard no_grad;
-          for (const Tensor& parameter : parameters) grad(parameter);  // forms deferred parts here
+          // With copies, every replica's deferred gradient parts
+          // (autograd/fast/deferred_gradient.hpp) are formed on its thread:
+          // the copies' to be added below, the model's because the optimizer
+          // would form them anyway, later and on one thread.
+          if (!copies_.empty()) {
+            const NoGradGuard no_grad;
+            for (const Tensor& parameter : parameters) grad(parameter);
+          }
         }
       });
   const NoGradGuard no_grad;
