@@ -181,6 +181,17 @@ void register_rows_forward(real* out, real* weights, const real* scores, const r
   if (row < rows) register_rows_forward<N, 1>(out, weights, scores, values, row, shape);
 }
 
+// Zeros for sums that a loop carries from row to row, built batch by batch.
+// A filled std::array (fill(), GCC 12's memset) stays in memory, and each
+// row's FMAs then read and wrote it there: a quarter of the backward's time.
+template <int64_t N>
+std::array<Batch, N> zero_batches() {
+  return []<size_t... I>(std::index_sequence<I...>) {
+    return std::array<Batch, N>{((void)I, Batch(real(0)))...};
+  }
+  (std::make_index_sequence<N>{});
+}
+
 //   dz = α ⊙ (g·v − g·out),  dscores = dz ⊙ c,  dscale += dz ⊙ scores,  dvalues += g·α
 // (g, out: one number per row). Each output is formed only when asked for:
 // the three flags make one loop per combination, with no test inside it.
@@ -189,12 +200,10 @@ void register_rows_backward(real* dscores, real* dscale, real* dvalues, const re
                             const real* weights, const real* scores, const real* values,
                             const real* out, int64_t B, const RowShape<N>& shape) {
   const int64_t Tq = shape.Tq, Tk = shape.Tk;
-  std::array<Batch, N> scale_sums;  // Σ over every row of dz ⊙ scores, lane by lane
-  scale_sums.fill(Batch(real(0)));
+  std::array<Batch, N> scale_sums = zero_batches<N>();  // Σ over rows of dz ⊙ scores, lane by lane
   for (int64_t b = 0; b < B; ++b) {
     const RegisterRow<N> v(values + b * Tk, shape.last, 0);
-    std::array<Batch, N> value_sums;  // Σ over the batch's queries of g·α
-    value_sums.fill(Batch(real(0)));
+    std::array<Batch, N> value_sums = zero_batches<N>();  // Σ over the batch's queries of g·α
     for (int64_t q = 0; q < Tq; ++q) {
       const int64_t row = b * Tq + q;
       const Batch g(dout[row]);
