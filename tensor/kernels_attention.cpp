@@ -130,9 +130,12 @@ struct RowShape {
 };
 
 // R rows at once: each row's forward is one chain of dependent steps (the
-// maximum, its lanes' reduction, e^x, the sum, its reduction, 1/Σ, the dot
-// product, its reduction), far longer than the arithmetic along it; R
-// independent chains side by side keep the vector units busy meanwhile.
+// maximum, its lanes' reduction, e^x, the sums Σ e and Σ e·v side by side,
+// their reductions, 1/Σ e, the scaling), far longer than the arithmetic along
+// it; R independent chains side by side keep the vector units busy meanwhile.
+// The weighted sum is taken of e, not of α = e/Σ e, and scaled once at the
+// end, out = (Σ e·v)/Σ e: the dot product no longer waits for the division
+// (6 % off the forward at Nadaraya–Watson's 50 × 49).
 template <int64_t N, int64_t R>
 void register_rows_forward(real* out, real* weights, const real* scores, const real* values,
                            int64_t first_row, const RowShape<N>& shape) {
@@ -147,20 +150,22 @@ void register_rows_forward(real* out, real* weights, const real* scores, const r
   for (int64_t r = 0; r < R; ++r) {
     for (int64_t i = 0; i < N; ++i) z[r].v[i] = exp_nonpositive<real>(z[r].v[i] - largest[r]);
   }
-  for (int64_t r = 0; r < R; ++r) inverse[r] = Batch(xsimd::hadd(z[r].total()));
-  for (int64_t r = 0; r < R; ++r) inverse[r] = Batch(real(1)) / inverse[r];
+  std::array<real, R> pooled_sum;
   for (int64_t r = 0; r < R; ++r) {
     const int64_t row = first_row + r;
     const int64_t batch = shape.Tq == 1 ? row : row / shape.Tq;  // no division for one query
     const RegisterRow<N> v(values + batch * shape.Tk, shape.last, 0);
-    pooled[r] = Batch(real(0));
-    for (int64_t i = 0; i < N; ++i) {
-      z[r].v[i] *= inverse[r];
-      pooled[r] = simd::fma(z[r].v[i], v.v[i], pooled[r]);
-    }
-    z[r].store(weights + row * shape.Tk, shape.last);
+    pooled[r] = z[r].v[0] * v.v[0];
+    for (int64_t i = 1; i < N; ++i) pooled[r] = simd::fma(z[r].v[i], v.v[i], pooled[r]);
   }
-  for (int64_t r = 0; r < R; ++r) out[first_row + r] = xsimd::hadd(pooled[r]);
+  for (int64_t r = 0; r < R; ++r) inverse[r] = Batch(xsimd::hadd(z[r].total()));
+  for (int64_t r = 0; r < R; ++r) pooled_sum[r] = xsimd::hadd(pooled[r]);
+  for (int64_t r = 0; r < R; ++r) inverse[r] = Batch(real(1)) / inverse[r];
+  for (int64_t r = 0; r < R; ++r) {
+    for (int64_t i = 0; i < N; ++i) z[r].v[i] *= inverse[r];
+    z[r].store(weights + (first_row + r) * shape.Tk, shape.last);
+    out[first_row + r] = pooled_sum[r] * inverse[r].get(0);
+  }
 }
 
 template <int64_t N>
