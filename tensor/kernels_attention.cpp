@@ -134,8 +134,10 @@ struct RowShape {
 // their reductions, 1/Σ e, the scaling), far longer than the arithmetic along
 // it; R independent chains side by side keep the vector units busy meanwhile.
 // The weighted sum is taken of e, not of α = e/Σ e, and scaled once at the
-// end, out = (Σ e·v)/Σ e: the dot product no longer waits for the division
-// (6 % off the forward at Nadaraya–Watson's 50 × 49).
+// end, out = (Σ e·v)/Σ e, so that the dot product does not wait for the
+// division (6 % of the forward at Nadaraya–Watson's 50 × 49). Since e ≤ 1,
+// |Σ e·v| ≤ Tk·max|v|: finite unless the values come within a factor Tk of
+// the largest float.
 template <int64_t N, int64_t R>
 void register_rows_forward(real* out, real* weights, const real* scores, const real* values,
                            int64_t first_row, const RowShape<N>& shape) {
