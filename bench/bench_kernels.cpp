@@ -576,6 +576,11 @@ std::string cpu_model() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  const std::string only = argc > 1 ? argv[1] : "";
+  if (argc > 2 || (argc == 2 && only != "attention" && only != "matmul")) {
+    fmt::print(stderr, "usage: {} [attention | matmul]\n", argv[0]);
+    return 2;
+  }
   // OpenBLAS's worker threads spin for a long while after each call (by
   // default 2^28 polls), taking the second core from attograd's two-thread
   // samples that follow; OPENBLAS_THREAD_TIMEOUT=4 makes them sleep almost at
@@ -598,7 +603,7 @@ int main(int argc, char** argv) {
   // share a core; table 2b, on two threads, is not pinned.
   std::optional<bench::PinnedToOneCpu> pinned(std::in_place);
   fmt::print("one-thread tables {}\n", pinned->describe());
-  if (argc > 1 && std::string(argv[1]) == "attention") {  // table 4 alone
+  if (only == "attention") {  // table 4 alone
     attention_table();
     return 0;
   }
@@ -609,7 +614,7 @@ int main(int argc, char** argv) {
   matmul_table();
   pinned.reset();
   matmul_two_threads_table();
-  if (argc > 1 && std::string(argv[1]) == "matmul") return 0;  // tables 1, 2 and 2b alone
+  if (only == "matmul") return 0;  // tables 1, 2 and 2b alone
   pinned.emplace();
   speedup_table();
   attention_table();
