@@ -315,6 +315,13 @@ real* room(AlignedBuffer& buffer, int64_t size) {
 // place, B only when it is stored normally (its rows are the panel's rows,
 // the last columns read masked). set_gemm_in_place_limit replaces all of
 // these rules by the one limit, for tests.
+// When the whole B block is small enough for L1 (kc·nc within in_l1, as in
+// an SGD step's rank-T update c += α·dYᵀX of a 2231 × 256 weight, T ≈ 8),
+// the order turns: each tile of rows meets every panel before the next, so
+// c, the large operand there, streams in and out row by row instead of in
+// strips two vectors wide a row apart, which the prefetchers follow poorly
+// (docs/kernels.md, "GEMM", has what it saves). Each entry is still one FMA
+// chain, so the bits do not change.
 // `into` adds α·t into c instead of storing t; only for K within one block.
 void gemm_blocks(real* c, int64_t ldc, MatrixRef a, MatrixRef b, int64_t M, int64_t K, int64_t N,
                  GemmInto into = {}) {
@@ -349,6 +356,7 @@ void gemm_blocks(real* c, int64_t ldc, MatrixRef a, MatrixRef b, int64_t M, int6
         return cols > W ? kMicroTiles[masked][along_k].data()
                         : kNarrowMicroTiles[masked][along_k].data();
       };
+      const bool rows_outer = forced < 0 && kc * nc * bytes <= sizes.in_l1;
       for (int64_t ic = 0; ic < M; ic += sizes.mc) {
         const int64_t mc = std::min(sizes.mc, M - ic);
         const RowTiles tiles(mc, narrow ? kMaxNarrowTileRows : kMaxTileRows);
@@ -366,14 +374,20 @@ void gemm_blocks(real* c, int64_t ldc, MatrixRef a, MatrixRef b, int64_t M, int6
         for (int64_t t = 0; pack && t < tiles.count; ++t) {
           pack_tile(ap + tiles.start(t) * kc, a, ic + tiles.start(t), tiles.height(t), pc, kc);
         }
-        for (int64_t p = 0; p < panels; ++p) {
+        auto run = [&](int64_t p, int64_t t) {
           const int64_t cols = std::min(kPanelWidth, nc - p * kPanelWidth);
-          const MicroTile* row = panel_tiles(cols, along_k);
+          const int64_t i = ic + tiles.start(t);
+          panel_tiles(cols, along_k)[tiles.height(t) - 1](
+              c + i * ldc + jc + p * kPanelWidth, ldc, tile_rows(t), panel_rows(p, cols), kc, cols,
+              TileStore{pc > 0, into.add_scaled, into.alpha});
+        };
+        if (rows_outer) {
           for (int64_t t = 0; t < tiles.count; ++t) {
-            const int64_t i = ic + tiles.start(t);
-            row[tiles.height(t) - 1](c + i * ldc + jc + p * kPanelWidth, ldc, tile_rows(t),
-                                     panel_rows(p, cols), kc, cols,
-                                     TileStore{pc > 0, into.add_scaled, into.alpha});
+            for (int64_t p = 0; p < panels; ++p) run(p, t);
+          }
+        } else {
+          for (int64_t p = 0; p < panels; ++p) {
+            for (int64_t t = 0; t < tiles.count; ++t) run(p, t);
           }
         }
       }
