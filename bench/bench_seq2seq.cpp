@@ -115,16 +115,11 @@ void compare_with_pytorch(double step, double greedy_step, int iterations, int r
 
 int main(int argc, char** argv) {
   int recipe_iterations = 1000, rounds = 3;
-  for (int i = 1; i < argc; i += 2) {
-    const std::string flag = argv[i];
-    if (i + 1 < argc && flag == "--iters") {
-      recipe_iterations = std::max(1, std::atoi(argv[i + 1]));
-    } else if (i + 1 < argc && flag == "--rounds") {
-      rounds = std::max(1, std::atoi(argv[i + 1]));
-    } else {  // --help, or anything else: say what is understood, run nothing
-      fmt::print(stderr, "usage: {} [--iters 1000] [--rounds 3]\n", argv[0]);
-      return 2;
-    }
+  if (!bench::read_count_flags(argc, argv,
+                               {{"--iters", &recipe_iterations}, {"--rounds", &rounds}})) {
+    // --help, or anything else: say what is understood, run nothing
+    fmt::print(stderr, "usage: {} [--iters 1000] [--rounds 3]\n", argv[0]);
+    return 2;
   }
   // One thread, as printed: a product shared with a worker would be timed
   // only in part by this thread's clock.

@@ -11,8 +11,11 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <initializer_list>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "bench/pytorch.hpp"
@@ -83,29 +86,37 @@ inline bool compare_recipe(const RecipeComparison& c) {
   return true;
 }
 
+// A benchmark flag that takes a count: `--name N`, N read as at least 1.
+struct CountFlag {
+  std::string_view name;
+  int* value;
+};
+
+// Reads the command line as `--name N` pairs of the given flags. False for a
+// name it does not know or a name without its number: the caller then prints
+// its usage and runs nothing.
+inline bool read_count_flags(int argc, char** argv, std::initializer_list<CountFlag> flags) {
+  if (argc % 2 == 0) return false;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const auto flag = std::find_if(flags.begin(), flags.end(),
+                                   [&](const CountFlag& known) { return known.name == argv[i]; });
+    if (flag == flags.end()) return false;
+    *flag->value = std::max(1, std::atoi(argv[i + 1]));
+  }
+  return true;
+}
+
 // bench_batched / bench_transformer's command line:
 // [--epochs N] [--rounds N] [--threads N] [--replicas N].
 inline int recipe_main(int argc, char** argv, RecipeComparison comparison) {
-  const auto usage = [&] {
+  if (!read_count_flags(argc, argv,
+                        {{"--epochs", &comparison.epochs},
+                         {"--rounds", &comparison.rounds},
+                         {"--threads", &comparison.threads},
+                         {"--replicas", &comparison.replicas}})) {
     fmt::print(stderr, "usage: {} [--epochs N] [--rounds N] [--threads N] [--replicas N]\n",
                argv[0]);
     return 2;
-  };
-  if (argc % 2 == 0) return usage();
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i];
-    const int value = std::max(1, std::atoi(argv[i + 1]));
-    if (flag == "--epochs") {
-      comparison.epochs = value;
-    } else if (flag == "--rounds") {
-      comparison.rounds = value;
-    } else if (flag == "--threads") {
-      comparison.threads = value;
-    } else if (flag == "--replicas") {
-      comparison.replicas = value;
-    } else {
-      return usage();
-    }
   }
   return compare_recipe(comparison) ? 0 : 1;
 }
