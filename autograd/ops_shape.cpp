@@ -267,7 +267,8 @@ Tensor narrow(const Tensor& x, int64_t axis, int64_t start, int64_t length) {
   return slice(x, axis, start, start + length);
 }
 
-// The entry `index` along `axis`, with that axis removed.
+// The entry `index` along `axis`, with that axis removed (a view).
+//   dx = zeros shaped like x, with dy at `index`
 Tensor select(const Tensor& x, int64_t axis_in, int64_t index) {
   check_defined("select", x);
   const int64_t axis = normalize_axis("select", axis_in, x.dim());
@@ -275,7 +276,16 @@ Tensor select(const Tensor& x, int64_t axis_in, int64_t index) {
   check(-size <= index && index < size, "select: index {} out of range for axis {} of size {}",
         index, axis, size);
   if (index < 0) index += size;
-  return squeeze(slice(x, axis, index, index + 1), axis);
+  // One view node, the slice of width 1 with its axis dropped.
+  auto window = [axis, index](const Tensor& t) {
+    Shape shape = t.shape();
+    Strides strides = t.strides();
+    const int64_t offset = t.offset() + index * strides[axis];
+    shape.erase(shape.begin() + axis);
+    strides.erase(strides.begin() + axis);
+    return t.as_strided(shape, strides, offset);
+  };
+  return record("select", window(x), {x}, scatter_into_window(x.shape(), window));
 }
 
 // Join along `axis`; all other sizes must agree.   each dx = its slice of dy

@@ -116,28 +116,29 @@ void GRU::check_state(const Tensor& h0, int64_t batch) const {
         h0.shape(), Shape{L, batch, H});
 }
 
-// x: (T,B,I); h0: (L,B,H) or undefined -> (T,B,H), finals: L × (B,H)
-Tensor GRU::run_layers(Tensor x, const Tensor& h0, int64_t batch, std::vector<Tensor>& finals) {
+// x: (T,B,I), or (B,I) when one_step; h0: (L,B,H) or undefined
+//   -> (T,B,H) or (B,H), finals: L × (B,H)
+Tensor GRU::run_layers(Tensor x, const Tensor& h0, int64_t batch, bool one_step,
+                       std::vector<Tensor>& finals) {
   const int64_t L = options_.num_layers(), H = options_.hidden_size();
-  const int64_t T = x.shape()[0];
   const double p = options_.dropout();
   const bool drop = is_training() && p > 0.0;
   for (int64_t k = 0; k < L; ++k) {
     const LayerWeights& w = layers_[k];
     const Tensor h = h0.defined() ? select(h0, 0, k) : Tensor();
-    if (T == 1) {
-      // One step (a decoder's): the cell itself, so that the output is h_1
-      // and the final state a view of it, with no sequence bookkeeping.
-      const Tensor x0 = select(x, 0, 0);
+    if (one_step) {
+      // One step (a decoder's): the cell itself, so that the new state is the
+      // output, with no time axis to add and take away again.
       const Tensor state = h.defined() ? h : zeros({batch, H});
-      x = unsqueeze(gru_cell(x0, state, w.weight_ih, w.weight_hh, w.bias_ih, w.bias_hh), 0);
+      x = gru_cell(x, state, w.weight_ih, w.weight_hh, w.bias_ih, w.bias_hh);
+      finals.push_back(x);
     } else {
       // The whole sequence as one node: the input's projection for all T
       // steps is one product, and backward forms each weight's gradient once.
       x = gru_sequence(x, h, w.weight_ih, w.weight_hh, w.bias_ih, w.bias_hh);
+      finals.push_back(select(x, 0, x.shape()[0] - 1));  // h_n before dropout, as in PyTorch
     }
-    finals.push_back(select(x, 0, T - 1));  // h_n is taken before dropout, as in PyTorch
-    if (drop && k + 1 < L) x = x * dropout_mask({T, batch, H}, p, dropout_generator_);
+    if (drop && k + 1 < L) x = x * dropout_mask(x.shape(), p, dropout_generator_);
   }
   return x;
 }
@@ -163,7 +164,11 @@ GRUOutput GRU::forward(const Tensor& x, const Tensor& h0) {
   check_state(h0, batch);
 
   std::vector<Tensor> finals;
-  const Tensor output = run_layers(batch_first ? transpose(x, 0, 1) : x, h0, batch, finals);
+  if (T == 1) {  // one step: the cells, then the time axis put back
+    const Tensor top = run_layers(select(x, time_axis, 0), h0, batch, true, finals);
+    return {unsqueeze(top, time_axis), stack_or_view(finals, 0)};
+  }
+  const Tensor output = run_layers(batch_first ? transpose(x, 0, 1) : x, h0, batch, false, finals);
   return {batch_first ? transpose(output, 0, 1) : output, stack_or_view(finals, 0)};
 }
 
@@ -178,8 +183,8 @@ GRUOutput GRU::step(const Tensor& x, const Tensor& h) {
   const int64_t batch = x.shape()[0];
   check_state(h, batch);
   std::vector<Tensor> finals;
-  const Tensor output = run_layers(unsqueeze(x, 0), h, batch, finals);
-  return {select(output, 0, 0), stack_or_view(finals, 0)};
+  const Tensor output = run_layers(x, h, batch, true, finals);
+  return {output, stack_or_view(finals, 0)};
 }
 
 std::string GRU::extra_repr() const {

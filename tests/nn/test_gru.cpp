@@ -517,6 +517,17 @@ TEST_CASE("GRU::step is forward on one time step, and copies nothing with one la
   const nn::GRUOutput one_step = single.forward(narrow(x, 0, 0, 1));
   CHECK(one_step.h_n.storage() == one_step.output.storage());
   CHECK(difference(select(one_step.output, 0, 0), stepped.output) == 0);
+
+  // T = 1 with the batch axis first: the same cells, the time axis put back second.
+  Generator generator_bf(110);
+  nn::GRU seq_first(nn::GRUOptions(3, 4).num_layers(2), generator_bf);
+  Generator generator_bf2(110);
+  nn::GRU batch_first(nn::GRUOptions(3, 4).num_layers(2).batch_first(true), generator_bf2);
+  const nn::GRUOutput bf = batch_first.forward(permute(narrow(x, 0, 1, 1), {1, 0, 2}), h0);
+  const nn::GRUOutput sf = seq_first.step(select(x, 0, 1), h0);
+  REQUIRE(bf.output.shape() == Shape{2, 1, 4});
+  CHECK(difference(select(bf.output, 1, 0), sf.output) == 0);
+  CHECK(difference(bf.h_n, sf.h_n) == 0);
 }
 
 TEST_CASE("GRU dropout acts between layers, in training mode only", "[gru][nn]") {
