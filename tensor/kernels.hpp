@@ -183,5 +183,16 @@ void layer_norm_backward(real* dx, real* dweight, real* dbias, const real* dy, c
 // (tensor/kernels_affine.cpp: matmul_forward, then the bias row added to each row)
 void affine_forward(real* out, const real* x, const real* weight, const real* bias, int64_t B,
                     int64_t K, int64_t N);
+// The same, and its input gradient, with the weight a block of columns of a
+// wider matrix read in place, weight[j][k] at weight[j·ldw + k] (a layer
+// applied to one part of its input: autograd's linear_columns). Each entry is
+// summed as the kernel for its row count sums it: matvec_nt for one row,
+// few_rows_nt up to kFewRows, gemm beyond; vecmat or gemm for dx.
+//   affine_forward:        out (B,N) = x (B,K) @ weightᵀ + bias
+//   affine_backward_input: dx (B,K) = dy (B,N) @ weight
+void affine_forward(real* out, const real* x, const real* weight, int64_t ldw, const real* bias,
+                    int64_t B, int64_t K, int64_t N);
+void affine_backward_input(real* dx, const real* dy, const real* weight, int64_t ldw, int64_t B,
+                           int64_t N, int64_t K);
 
 }  // namespace attograd::kernels

@@ -10,22 +10,23 @@ namespace attograd::kernels {
 
 namespace scalar {
 
-void matvec_nt(real* y, const real* x, const real* w, int64_t K, int64_t N) {
+void matvec_nt(real* y, const real* x, const real* w, int64_t K, int64_t N, int64_t ldw) {
   for (int64_t j = 0; j < N; ++j) {
     real total = 0;
-    for (int64_t k = 0; k < K; ++k) total += w[j * K + k] * x[k];
+    for (int64_t k = 0; k < K; ++k) total += w[j * ldw + k] * x[k];
     y[j] = total;
   }
 }
 
-void few_rows_nt(real* y, const real* x, const real* w, int64_t M, int64_t K, int64_t N) {
-  for (int64_t m = 0; m < M; ++m) matvec_nt(y + m * N, x + m * K, w, K, N);
+void few_rows_nt(real* y, const real* x, const real* w, int64_t M, int64_t K, int64_t N,
+                 int64_t ldw) {
+  for (int64_t m = 0; m < M; ++m) matvec_nt(y + m * N, x + m * K, w, K, N, ldw);
 }
 
-void vecmat(real* y, const real* x, const real* w, int64_t K, int64_t N) {
+void vecmat(real* y, const real* x, const real* w, int64_t K, int64_t N, int64_t ldw) {
   for (int64_t j = 0; j < N; ++j) y[j] = 0;
   for (int64_t k = 0; k < K; ++k) {
-    for (int64_t j = 0; j < N; ++j) y[j] += x[k] * w[k * N + j];
+    for (int64_t j = 0; j < N; ++j) y[j] += x[k] * w[k * ldw + j];
   }
 }
 
@@ -72,13 +73,14 @@ namespace {
 // r and g are unrolled by request: GCC leaves such short loops rolled, and
 // the chains then live in memory instead of registers.)
 template <int64_t R, int64_t G>
-void nt_block(real* y, int64_t ldy, const real* x, const real* w, int64_t K, int64_t j0) {
+void nt_block(real* y, int64_t ldy, const real* x, const real* w, int64_t ldw, int64_t K,
+              int64_t j0) {
   static_assert(R * G == W);
   const int64_t k_full = K - K % W;
   std::array<Batch, W> acc;
 #pragma GCC unroll 16
   for (int64_t r = 0; r < R; ++r) {
-    const real* row = w + (j0 + r) * K;
+    const real* row = w + (j0 + r) * ldw;
     Batch total[G];
 #pragma GCC unroll 16
     for (int64_t g = 0; g < G; ++g) total[g] = Batch(real(0));
@@ -95,19 +97,20 @@ void nt_block(real* y, int64_t ldy, const real* x, const real* w, int64_t K, int
   for (int64_t g = 0; g < G; ++g) {
     for (int64_t r = 0; r < R; ++r) {
       real total = sums[g * R + r];
-      for (int64_t k = k_full; k < K; ++k) total += w[(j0 + r) * K + k] * x[g * K + k];
+      for (int64_t k = k_full; k < K; ++k) total += w[(j0 + r) * ldw + k] * x[g * K + k];
       y[g * ldy + j0 + r] = total;
     }
   }
 }
 
 // y[0][j] = Σ_k w[j][k] · x[0][k] alone: a row of w left over after the blocks.
-void nt_single(real* y, const real* x, const real* w, int64_t K, int64_t j) {
+void nt_single(real* y, const real* x, const real* w, int64_t ldw, int64_t K, int64_t j) {
+  const real* row = w + j * ldw;
   const int64_t k_full = K - K % W;
   Batch acc(real(0));
-  for (int64_t k = 0; k < k_full; k += W) acc = simd::fma(load(w + j * K + k), load(x + k), acc);
+  for (int64_t k = 0; k < k_full; k += W) acc = simd::fma(load(row + k), load(x + k), acc);
   real total = reduce_sum(acc);
-  for (int64_t k = k_full; k < K; ++k) total += w[j * K + k] * x[k];
+  for (int64_t k = k_full; k < K; ++k) total += row[k] * x[k];
   y[j] = total;
 }
 
@@ -118,41 +121,42 @@ constexpr bool kPairs = kPairRows >= 4;
 
 }  // namespace
 
-void few_rows_nt(real* y, const real* x, const real* w, int64_t M, int64_t K, int64_t N) {
+void few_rows_nt(real* y, const real* x, const real* w, int64_t M, int64_t K, int64_t N,
+                 int64_t ldw) {
   int64_t j = 0;
   if constexpr (kPairs) {
     for (; j + kPairRows <= N; j += kPairRows) {
       int64_t m = 0;
-      for (; m + 2 <= M; m += 2) nt_block<kPairRows, 2>(y + m * N, N, x + m * K, w, K, j);
+      for (; m + 2 <= M; m += 2) nt_block<kPairRows, 2>(y + m * N, N, x + m * K, w, ldw, K, j);
       // A last single row of x: the same block of w, one row at a time.
       for (; m < M; ++m) {
-        for (int64_t r = 0; r < kPairRows; ++r) nt_single(y + m * N, x + m * K, w, K, j + r);
+        for (int64_t r = 0; r < kPairRows; ++r) nt_single(y + m * N, x + m * K, w, ldw, K, j + r);
       }
     }
   } else {
     for (; j + W <= N; j += W) {
-      for (int64_t m = 0; m < M; ++m) nt_block<W, 1>(y + m * N, N, x + m * K, w, K, j);
+      for (int64_t m = 0; m < M; ++m) nt_block<W, 1>(y + m * N, N, x + m * K, w, ldw, K, j);
     }
   }
   for (; j < N; ++j) {  // rows of w left over: one at a time
-    for (int64_t m = 0; m < M; ++m) nt_single(y + m * N, x + m * K, w, K, j);
+    for (int64_t m = 0; m < M; ++m) nt_single(y + m * N, x + m * K, w, ldw, K, j);
   }
 }
 
-void matvec_nt(real* y, const real* x, const real* w, int64_t K, int64_t N) {
+void matvec_nt(real* y, const real* x, const real* w, int64_t K, int64_t N, int64_t ldw) {
   int64_t j = 0;
-  for (; j + W <= N; j += W) nt_block<W, 1>(y, N, x, w, K, j);
-  for (; j < N; ++j) nt_single(y, x, w, K, j);
+  for (; j + W <= N; j += W) nt_block<W, 1>(y, N, x, w, ldw, K, j);
+  for (; j < N; ++j) nt_single(y, x, w, ldw, K, j);
 }
 
 namespace {
 
 // y[j] (+)= Σ_{i<R} x[i] · w[i][j] for all N columns: R consecutive rows of w
-// (row stride N) read left to right, y loaded and stored once per 2W columns.
+// (row stride ldw) read left to right, y loaded and stored once per 2W columns.
 // `first` starts from zero instead of reading y. Each y[j] gets its R terms in
 // row order, one FMA at a time.
 template <int64_t R>
-void add_rows(real* y, const real* x, const real* w, int64_t N, bool first) {
+void add_rows(real* y, const real* x, const real* w, int64_t ldw, int64_t N, bool first) {
   std::array<Batch, R> scale;
   for (int64_t i = 0; i < R; ++i) scale[i] = Batch(x[i]);
   int64_t j = 0;
@@ -160,27 +164,27 @@ void add_rows(real* y, const real* x, const real* w, int64_t N, bool first) {
     Batch lo = first ? Batch(real(0)) : load(y + j);
     Batch hi = first ? Batch(real(0)) : load(y + j + W);
     for (int64_t i = 0; i < R; ++i) {
-      lo = simd::fma(scale[i], load(w + i * N + j), lo);
-      hi = simd::fma(scale[i], load(w + i * N + j + W), hi);
+      lo = simd::fma(scale[i], load(w + i * ldw + j), lo);
+      hi = simd::fma(scale[i], load(w + i * ldw + j + W), hi);
     }
     lo.store_unaligned(y + j);
     hi.store_unaligned(y + j + W);
   }
   for (; j + W <= N; j += W) {
     Batch acc = first ? Batch(real(0)) : load(y + j);
-    for (int64_t i = 0; i < R; ++i) acc = simd::fma(scale[i], load(w + i * N + j), acc);
+    for (int64_t i = 0; i < R; ++i) acc = simd::fma(scale[i], load(w + i * ldw + j), acc);
     acc.store_unaligned(y + j);
   }
   for (; j < N; ++j) {
     real total = first ? real(0) : y[j];
-    for (int64_t i = 0; i < R; ++i) total += x[i] * w[i * N + j];
+    for (int64_t i = 0; i < R; ++i) total += x[i] * w[i * ldw + j];
     y[j] = total;
   }
 }
 
 // add_rows for each group size vecmat uses, indexed by the number of rows.
 constexpr int64_t kMaxRows = 8;
-using AddRows = void (*)(real*, const real*, const real*, int64_t, bool);
+using AddRows = void (*)(real*, const real*, const real*, int64_t, int64_t, bool);
 constexpr std::array<AddRows, kMaxRows + 1> kAddRows = {nullptr,     add_rows<1>, add_rows<2>,
                                                         add_rows<3>, add_rows<4>, add_rows<5>,
                                                         add_rows<6>, add_rows<7>, add_rows<8>};
@@ -197,9 +201,9 @@ constexpr std::array<AddRows, kMaxRows + 1> kAddRows = {nullptr,     add_rows<1>
 // rows are split into groups as even as possible (K = 10 is 5 + 5, not 8 + 2):
 // a group of one or two rows would spend more on y's loads and stores than on
 // w. Every y[j] adds its K terms in the order k = 0, 1, …, as the scalar loop.
-void vecmat(real* y, const real* x, const real* w, int64_t K, int64_t N) {
-  if (N == 1) {  // w (K,1) is stored as a row (1,K): one dot product
-    matvec_nt(y, x, w, K, 1);
+void vecmat(real* y, const real* x, const real* w, int64_t K, int64_t N, int64_t ldw) {
+  if (N == 1 && ldw == 1) {  // w (K,1) stored contiguously is a row (1,K): one dot product
+    matvec_nt(y, x, w, K, 1, K);
     return;
   }
   if (K == 0) {
@@ -211,21 +215,22 @@ void vecmat(real* y, const real* x, const real* w, int64_t K, int64_t N) {
   int64_t k = 0;
   for (int64_t g = 0; g < groups; ++g) {
     const int64_t rows = base + (g < larger ? 1 : 0);
-    kAddRows[rows](y, x + k, w + k * N, N, k == 0);
+    kAddRows[rows](y, x + k, w + k * ldw, ldw, N, k == 0);
     k += rows;
   }
 }
 
 #else  // ATTOGRAD_USE_SIMD off: the library runs the reference loops.
 
-void matvec_nt(real* y, const real* x, const real* w, int64_t K, int64_t N) {
-  scalar::matvec_nt(y, x, w, K, N);
+void matvec_nt(real* y, const real* x, const real* w, int64_t K, int64_t N, int64_t ldw) {
+  scalar::matvec_nt(y, x, w, K, N, ldw);
 }
-void few_rows_nt(real* y, const real* x, const real* w, int64_t M, int64_t K, int64_t N) {
-  scalar::few_rows_nt(y, x, w, M, K, N);
+void few_rows_nt(real* y, const real* x, const real* w, int64_t M, int64_t K, int64_t N,
+                 int64_t ldw) {
+  scalar::few_rows_nt(y, x, w, M, K, N, ldw);
 }
-void vecmat(real* y, const real* x, const real* w, int64_t K, int64_t N) {
-  scalar::vecmat(y, x, w, K, N);
+void vecmat(real* y, const real* x, const real* w, int64_t K, int64_t N, int64_t ldw) {
+  scalar::vecmat(y, x, w, K, N, ldw);
 }
 
 #endif

@@ -153,3 +153,67 @@ TEST_CASE("one-row matmul_forward goes through the matvec kernels", "[kernels][m
   CHECK_FALSE(k::matvec_forward(c.data(), a.data(), k::Layout::transposed, b.data(),
                                 k::Layout::normal, 1, 2, 2));
 }
+
+TEST_CASE("the matvec kernels read a block of a wider matrix in place, as a copy of it",
+          "[kernels][matvec]") {
+  // w's block: columns [offset, offset + cols) of a matrix `width` wide.
+  // Read in place with row stride `width`, each kernel gives the bits it
+  // gives on a contiguous copy of the block, and the scalar loops agree.
+  Generator generator(15);
+  const int64_t offset = 3, pad = 5;
+  for (const int64_t rows : {1, 7, 8, 9, 17, 33}) {
+    for (const int64_t cols : {0, 1, 7, 8, 9, 15, 16, 17, 33, 261}) {
+      INFO("rows = " << rows << ", cols = " << cols);
+      const int64_t width = offset + cols + pad;
+      const std::vector<real> wide = random_values(rows * width, generator);
+      std::vector<real> block(rows * cols);
+      for (int64_t r = 0; r < rows; ++r) {
+        std::copy_n(wide.begin() + r * width + offset, cols, block.begin() + r * cols);
+      }
+      const real* in_place = wide.data() + offset;
+      // matvec_nt and few_rows_nt: w (N,K) = (rows,cols), x of K = cols.
+      for (const int64_t M : {1, 3}) {
+        const std::vector<real> x = random_values(M * cols, generator);
+        std::vector<real> strided(M * rows, real(7)), copied(M * rows, real(7)),
+            reference(M * rows, real(7)), scalar_copied(M * rows, real(7));
+        if (M == 1) {
+          k::matvec_nt(strided.data(), x.data(), in_place, cols, rows, width);
+          k::matvec_nt(copied.data(), x.data(), block.data(), cols, rows);
+        } else {
+          k::few_rows_nt(strided.data(), x.data(), in_place, M, cols, rows, width);
+          k::few_rows_nt(copied.data(), x.data(), block.data(), M, cols, rows);
+        }
+        k::scalar::few_rows_nt(reference.data(), x.data(), in_place, M, cols, rows, width);
+        k::scalar::few_rows_nt(scalar_copied.data(), x.data(), block.data(), M, cols, rows);
+        CHECK(strided == copied);
+        CHECK(reference == scalar_copied);
+        std::vector<double> magnitude(M * rows, 0);
+        for (int64_t m = 0; m < M; ++m) {
+          for (int64_t j = 0; j < rows; ++j) {
+            for (int64_t i = 0; i < cols; ++i) {
+              magnitude[m * rows + j] += std::abs(double(block[j * cols + i] * x[m * cols + i]));
+            }
+          }
+        }
+        CHECK(largest_difference(strided, reference, magnitude) <= kTolerance);
+      }
+      // vecmat: w (K,N) = (rows,cols), x of K = rows.
+      const std::vector<real> x = random_values(rows, generator);
+      std::vector<real> strided(cols, real(7)), copied(cols, real(7)), reference(cols, real(7)),
+          scalar_copied(cols, real(7));
+      k::vecmat(strided.data(), x.data(), in_place, rows, cols, width);
+      k::vecmat(copied.data(), x.data(), block.data(), rows, cols);
+      k::scalar::vecmat(reference.data(), x.data(), in_place, rows, cols, width);
+      k::scalar::vecmat(scalar_copied.data(), x.data(), block.data(), rows, cols);
+      // One column stored contiguously is a row, summed as a dot product instead.
+      if (cols != 1) CHECK(strided == copied);
+      CHECK(reference == scalar_copied);
+      std::vector<double> magnitude(cols, 0);
+      for (int64_t i = 0; i < rows; ++i) {
+        for (int64_t j = 0; j < cols; ++j)
+          magnitude[j] += std::abs(double(x[i] * block[i * cols + j]));
+      }
+      CHECK(largest_difference(strided, reference, magnitude) <= kTolerance);
+    }
+  }
+}
