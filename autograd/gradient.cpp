@@ -2,6 +2,8 @@
 // reference path) or kept deferred (autograd/fast/deferred_gradient.hpp).
 #include "autograd/gradient.hpp"
 
+#include <algorithm>
+
 #include "autograd/fast/deferred_gradient.hpp"
 #include "tensor/error.hpp"
 #include "tensor/factory.hpp"
@@ -31,6 +33,31 @@ Gradient Gradient::product(const Tensor& dy, const Tensor& x) {
   Tensor dweight = Tensor::empty({out, in});
   kernels::matmul_forward(dweight.data(), dy.data(), kernels::Layout::transposed, x.data(),
                           kernels::Layout::normal, out, n, in);
+  return dweight;
+}
+
+// dW = dyᵀ [0 x 0]     dy: (n,out), x: (n,w) at columns f … f+w−1 → (out,in)
+Gradient Gradient::product(const Tensor& dy, const Tensor& x, int64_t first_column, int64_t in) {
+  check(dy.dim() == 2 && x.dim() == 2 && dy.shape()[0] == x.shape()[0] && first_column >= 0 &&
+            first_column + x.shape()[1] <= in,
+        "Gradient::product: dy {} and x {} at column {} must be (n,out) and (n,w) with the same "
+        "n and {} + w <= {}",
+        dy.shape(), x.shape(), first_column, first_column, in);
+  const int64_t n = dy.shape()[0], out = dy.shape()[1], width = x.shape()[1];
+  if (width == in) return product(dy, x);
+  if (fast::deferred_gradients() && n * (out + width) < out * in) {
+    auto deferred = std::make_shared<fast::DeferredGradient>(Shape{out, in});
+    deferred->add_product(dy, x, first_column);
+    return Gradient(std::move(deferred));
+  }
+  Tensor dweight = zeros({out, in});
+  if (n == 0) return dweight;
+  Tensor block = Tensor::empty({out, width});
+  kernels::matmul_forward(block.data(), dy.data(), kernels::Layout::transposed, x.data(),
+                          kernels::Layout::normal, out, n, width);
+  for (int64_t i = 0; i < out; ++i) {
+    std::copy_n(block.data() + i * width, width, dweight.data() + i * in + first_column);
+  }
   return dweight;
 }
 

@@ -5,6 +5,7 @@
 // cheaper form than the dense tensor (autograd/fast/deferred_gradient.hpp):
 //
 //   Gradient::product(dy, x)   dW = dyᵀ x, a weight's gradient      (out,in)
+//                              (or of one block of its columns)
 //   Gradient::rows(…)          zeros but for a few rows, an embedding table's
 //
 // With the fast path off (fast::ReferencePath) both are formed as dense
@@ -35,6 +36,10 @@ class Gradient {
 
   // dyᵀ @ x: dy (n,out), x (n,in), both contiguous -> (out,in)
   static Gradient product(const Tensor& dy, const Tensor& x);
+  // dyᵀ [0 x 0]: x (n,w) in columns [first_column, first_column + w) of an
+  // (out,in) gradient, zeros elsewhere (a layer applied to one block of its
+  // input). The fast path keeps the block's factors alone.
+  static Gradient product(const Tensor& dy, const Tensor& x, int64_t first_column, int64_t in);
   // A (V,D) gradient that is zero but for rows ids[p] += values[p]
   // (values: (n,D) contiguous, n = ids.size()); an id equal to `skip` adds
   // nothing (an embedding's padding row).

@@ -64,4 +64,47 @@ Tensor linear(const Tensor& x_in, const Tensor& weight_in, const Tensor& bias_in
   return detail::record_linear(x_in, weight_in, bias_in, std::move(y));
 }
 
+Tensor linear_columns(const Tensor& x_in, const Tensor& weight_in, int64_t first,
+                      const Tensor& bias_in) {
+  check_defined("linear_columns", x_in);
+  check_defined("linear_columns", weight_in);
+  check(weight_in.dim() == 2, "linear_columns: the weight has shape {}; it must be (out,in)",
+        weight_in.shape());
+  const int64_t out = weight_in.shape()[0], in = weight_in.shape()[1];
+  check(x_in.dim() == 2 && first >= 0 && first + x_in.shape()[1] <= in,
+        "linear_columns: x has shape {} at column {}, but the weight is {}; x must be (batch, n) "
+        "with {} + n <= {}",
+        x_in.shape(), first, weight_in.shape(), first, in);
+  check(!bias_in.defined() || bias_in.shape() == Shape{out},
+        "linear_columns: the bias has shape {}; with a weight of shape {} it must be ({}), or "
+        "undefined for none",
+        bias_in.defined() ? bias_in.shape() : Shape{}, weight_in.shape(), out);
+  const int64_t B = x_in.shape()[0], n = x_in.shape()[1];
+  const Tensor x = x_in.contiguous_data(), weight = weight_in.contiguous_data();
+  Tensor y = Tensor::empty({B, out});
+  kernels::affine_forward(y.data(), x.data(), weight.data() + first, in,
+                          bias_in.defined() ? bias_in.contiguous_data().data() : nullptr, B, n,
+                          out);
+  // dy (B,out) -> dx (B,n), dW (out,in), db (out)
+  auto gradients = [x = values_of(x_in), weight = values_of(weight_in), first,
+                    need_x = requires_grad(x_in), need_weight = requires_grad(weight_in),
+                    need_bias = bias_in.defined() && requires_grad(bias_in), B, n, in,
+                    out](const Tensor& dy_in) {
+    const Tensor dy = dy_in.contiguous_data();
+    Tensor dx, dbias;
+    Gradient dweight;
+    if (need_x) {  // dy @ W[:, f:f+n]
+      dx = Tensor::empty({B, n});
+      kernels::affine_backward_input(dx.data(), dy.data(), weight.data() + first, in, B, out, n);
+    }
+    if (need_weight) dweight = Gradient::product(dy, x, first, in);  // dyᵀ [0 x 0]
+    if (need_bias) {                                                 // Σ over the batch
+      dbias = Tensor::empty({out});
+      kernels::sum_axis_forward(dbias.data(), dy.data(), 1, B, out);
+    }
+    return Gradients{dx, dweight, dbias};
+  };
+  return record("linear_columns", std::move(y), {x_in, weight_in, bias_in}, std::move(gradients));
+}
+
 }  // namespace attograd

@@ -20,6 +20,25 @@ namespace attograd {
 //   db = Σ_batch dy      (out)
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias);
 
+// x: (B,n), weight: (out,in), first_column f with f + n ≤ in, bias: (out) or
+// undefined -> (B,out): the layer applied to one part of its input, x in
+// columns [f, f+n) and zeros elsewhere — linear(cat(0, x, 0), weight, bias)
+// without the zeros. W's block is read in place.
+//
+//   y  = x W[:, f:f+n]ᵀ + b      (B,n) @ (n,out) → (B,out)
+//   dx = dy W[:, f:f+n]          (B,out) @ (out,n) → (B,n)
+//   dW = dyᵀ [0 x 0]             (out,B) @ (B,in) → (out,in), zero outside columns f…f+n−1
+//   db = Σ_batch dy              (out)
+//
+// So a layer over [a_t; b_t] at every step t of a sentence, where the a_t
+// are known before the first step, can take all the a_t through their block
+// of W in one product, P = linear_columns(A, W, 0, bias) (T,out), and each
+// step only its b_t through the other, linear_columns(b_t, W, n_a, P[t]),
+// with its row of P as the bias: the sums of linear(cat(a_t, b_t), W, bias)
+// in another order.
+Tensor linear_columns(const Tensor& x, const Tensor& weight, int64_t first_column,
+                      const Tensor& bias);
+
 namespace detail {
 
 // Records linear(x, weight, bias) with `y` as its output: the values must

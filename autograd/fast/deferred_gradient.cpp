@@ -8,6 +8,7 @@
 #include "tensor/error.hpp"
 #include "tensor/factory.hpp"
 #include "tensor/kernels.hpp"
+#include "tensor/kernels_gemm.hpp"
 
 namespace attograd::fast {
 
@@ -18,14 +19,14 @@ thread_local bool deferred_on = true;
 bool deferred_gradients() { return deferred_on; }
 void set_deferred_gradients(bool on) { deferred_on = on; }
 
-void DeferredGradient::add_product(const Tensor& dy, const Tensor& x) {
-  check(shape_.ndim() == 2 && dy.shape() == Shape{dy.shape()[0], shape_[0]} &&
-            x.shape() == Shape{dy.shape()[0], shape_[1]},
-        "DeferredGradient: factors dy {} and x {} do not make a {} gradient dyᵀx", dy.shape(),
-        x.shape(), shape_);
+void DeferredGradient::add_product(const Tensor& dy, const Tensor& x, int64_t first_column) {
+  check(shape_.ndim() == 2 && dy.dim() == 2 && x.dim() == 2 && dy.shape()[1] == shape_[0] &&
+            x.shape()[0] == dy.shape()[0] && first_column >= 0 &&
+            first_column + x.shape()[1] <= shape_[1],
+        "DeferredGradient: factors dy {} and x {} at column {} do not make a {} gradient dyᵀx",
+        dy.shape(), x.shape(), first_column, shape_);
   if (dy.shape()[0] == 0) return;
-  dy_blocks_.push_back(dy.clone_data());
-  x_blocks_.push_back(x.clone_data());
+  factors_.push_back(Factors{dy.clone_data(), x.clone_data(), first_column});
   product_rows_ += dy.shape()[0];
 }
 
@@ -43,55 +44,101 @@ void DeferredGradient::add_rows(const std::vector<int64_t>& ids, const Tensor& v
 void DeferredGradient::add(const DeferredGradient& other) {
   check(other.shape_ == shape_, "DeferredGradient: cannot add a {} gradient to a {} one",
         other.shape_, shape_);
-  dy_blocks_.insert(dy_blocks_.end(), other.dy_blocks_.begin(), other.dy_blocks_.end());
-  x_blocks_.insert(x_blocks_.end(), other.x_blocks_.begin(), other.x_blocks_.end());
+  factors_.insert(factors_.end(), other.factors_.begin(), other.factors_.end());
   product_rows_ += other.product_rows_;
   row_ids_.insert(row_ids_.end(), other.row_ids_.begin(), other.row_ids_.end());
   row_values_.insert(row_values_.end(), other.row_values_.begin(), other.row_values_.end());
 }
 
-std::pair<Tensor, Tensor> DeferredGradient::stacked_factors() const {
-  if (dy_blocks_.size() == 1) return {dy_blocks_.front(), x_blocks_.front()};
-  Tensor dy = Tensor::empty({product_rows_, shape_[0]});
-  Tensor x = Tensor::empty({product_rows_, shape_[1]});
-  real* dy_end = dy.data();
-  real* x_end = x.data();
-  for (size_t b = 0; b < dy_blocks_.size(); ++b) {
-    dy_end = std::copy_n(dy_blocks_[b].data(), dy_blocks_[b].numel(), dy_end);
-    x_end = std::copy_n(x_blocks_[b].data(), x_blocks_[b].numel(), x_end);
+std::vector<DeferredGradient::Factors> DeferredGradient::stacked_factors() const {
+  // Each block's column range and its add_products, in order of first appearance.
+  std::vector<std::vector<const Factors*>> blocks;
+  for (const Factors& f : factors_) {
+    auto same = [&f](const std::vector<const Factors*>& block) {
+      return block.front()->first_column == f.first_column &&
+             block.front()->x.shape()[1] == f.x.shape()[1];
+    };
+    const auto found = std::find_if(blocks.begin(), blocks.end(), same);
+    if (found == blocks.end()) {
+      blocks.push_back({&f});
+    } else {
+      found->push_back(&f);
+    }
   }
-  return {dy, x};
+  std::vector<Factors> stacked;
+  for (const auto& block : blocks) {
+    if (block.size() == 1) {
+      stacked.push_back(*block.front());
+      continue;
+    }
+    int64_t rows = 0;
+    for (const Factors* f : block) rows += f->dy.shape()[0];
+    const int64_t width = block.front()->x.shape()[1];
+    Tensor dy = Tensor::empty({rows, shape_[0]});
+    Tensor x = Tensor::empty({rows, width});
+    real* dy_end = dy.data();
+    real* x_end = x.data();
+    for (const Factors* f : block) {
+      dy_end = std::copy_n(f->dy.data(), f->dy.numel(), dy_end);
+      x_end = std::copy_n(f->x.data(), f->x.numel(), x_end);
+    }
+    stacked.push_back(Factors{dy, x, block.front()->first_column});
+  }
+  return stacked;
 }
 
 // dst += scale · (dyᵀx + rows)
+//
+// A block of the whole width is added by add_scaled_product_tn; a block of
+// columns by the same gemm with dst's row stride, so each entry is summed
+// and added in one rounding either way.
 void DeferredGradient::apply_scaled(real* dst, real scale) const {
-  if (product_rows_ > 0) {
-    const auto [dy, x] = stacked_factors();
-    kernels::add_scaled_product_tn(dst, scale, dy.data(), x.data(), shape_[0], product_rows_,
-                                   shape_[1]);
+  const int64_t out = shape_.ndim() == 2 ? shape_[0] : 0, in = shape_.ndim() == 2 ? shape_[1] : 0;
+  for (const Factors& f : stacked_factors()) {
+    const int64_t rows = f.dy.shape()[0], width = f.x.shape()[1];
+    if (width == in) {
+      kernels::add_scaled_product_tn(dst, scale, f.dy.data(), f.x.data(), out, rows, in);
+    } else {
+      kernels::gemm(dst + f.first_column, in,
+                    kernels::MatrixRef{f.dy.data(), kernels::Layout::transposed, out},
+                    kernels::MatrixRef{f.x.data(), kernels::Layout::normal, width}, out, rows,
+                    width, kernels::GemmInto{true, scale});
+    }
   }
-  const int64_t D = shape_.ndim() == 2 ? shape_[1] : 0;
   for (size_t p = 0; p < row_ids_.size(); ++p) {
-    real* row = dst + row_ids_[p] * D;
-    const real* g = row_values_.data() + static_cast<int64_t>(p) * D;
-    for (int64_t k = 0; k < D; ++k) row[k] += scale * g[k];
+    real* row = dst + row_ids_[p] * in;
+    const real* g = row_values_.data() + static_cast<int64_t>(p) * in;
+    for (int64_t k = 0; k < in; ++k) row[k] += scale * g[k];
   }
 }
 
+// The whole-width block formed as the dense product would be (matmul_forward),
+// the column blocks added into it (or into zeros) as apply_scaled adds them.
 Tensor DeferredGradient::to_dense() const {
+  const std::vector<Factors> stacked = stacked_factors();
+  const int64_t out = shape_.ndim() == 2 ? shape_[0] : 0, in = shape_.ndim() == 2 ? shape_[1] : 0;
+  const auto whole = std::find_if(stacked.begin(), stacked.end(),
+                                  [in](const Factors& f) { return f.x.shape()[1] == in; });
   Tensor dense;
-  if (product_rows_ > 0) {
-    const auto [dy, x] = stacked_factors();
+  if (whole != stacked.end()) {
     dense = Tensor::empty(shape_);
-    kernels::matmul_forward(dense.data(), dy.data(), kernels::Layout::transposed, x.data(),
-                            kernels::Layout::normal, shape_[0], product_rows_, shape_[1]);
+    kernels::matmul_forward(dense.data(), whole->dy.data(), kernels::Layout::transposed,
+                            whole->x.data(), kernels::Layout::normal, out, whole->dy.shape()[0],
+                            in);
   } else {
     dense = zeros(shape_);
   }
-  const int64_t D = shape_.ndim() == 2 ? shape_[1] : 0;
+  for (auto f = stacked.begin(); f != stacked.end(); ++f) {
+    if (f == whole) continue;
+    const int64_t width = f->x.shape()[1];
+    kernels::gemm(dense.data() + f->first_column, in,
+                  kernels::MatrixRef{f->dy.data(), kernels::Layout::transposed, out},
+                  kernels::MatrixRef{f->x.data(), kernels::Layout::normal, width}, out,
+                  f->dy.shape()[0], width, kernels::GemmInto{true, real(1)});
+  }
   for (size_t p = 0; p < row_ids_.size(); ++p) {
-    kernels::accumulate(dense.data() + row_ids_[p] * D,
-                        row_values_.data() + static_cast<int64_t>(p) * D, D);
+    kernels::accumulate(dense.data() + row_ids_[p] * in,
+                        row_values_.data() + static_cast<int64_t>(p) * in, in);
   }
   return dense;
 }

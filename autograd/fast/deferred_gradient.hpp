@@ -45,15 +45,19 @@ class DeferredGradient {
   const Shape& shape() const { return shape_; }
 
   // G += dyᵀ x: dy (n,out), x (n,in), contiguous; shape() must be (out,in).
-  void add_product(const Tensor& dy, const Tensor& x);
+  // With first_column f and x (n,w): G[:, f:f+w] += dyᵀ x, the gradient of a
+  // layer applied to one block of its input (linear_columns); the blocks'
+  // factors are kept apart, so no zeros are stored or multiplied.
+  void add_product(const Tensor& dy, const Tensor& x, int64_t first_column = 0);
   // G[ids[p]] += values[p]: values (n,D) contiguous; ids equal to skip add nothing.
   void add_rows(const std::vector<int64_t>& ids, const Tensor& values, std::optional<int64_t> skip);
   // G += other (same shape): appends other's factors and rows.
   void add(const DeferredGradient& other);
 
   // dst += scale · G, where dst is a contiguous tensor of shape(): the
-  // product part in one kernel call (each entry summed as the dense product
-  // would be, then added in one rounding), then the rows in order.
+  // product part in one kernel call per column block (each entry summed as
+  // the dense product would be, then added in one rounding), then the rows
+  // in order.
   void apply_scaled(real* dst, real scale) const;
   // G as a dense tensor.
   Tensor to_dense() const;
@@ -63,15 +67,22 @@ class DeferredGradient {
   int64_t table_rows() const { return static_cast<int64_t>(row_ids_.size()); }
 
  private:
-  // All the factors' rows as two contiguous arrays, (n,out) and (n,in): the
-  // one block itself when there is one, else the blocks stacked.
-  std::pair<Tensor, Tensor> stacked_factors() const;
+  // The factors of one add_product: dy (n,out), x (n,w) for columns
+  // [first_column, first_column + w).
+  struct Factors {
+    Tensor dy, x;
+    int64_t first_column = 0;
+  };
+  // The factors of each column block as two contiguous arrays, (n,out) and
+  // (n,w), in the order the blocks first appear: the one add_product itself
+  // when a block has one, else its add_products stacked in order.
+  std::vector<Factors> stacked_factors() const;
 
   Shape shape_;
-  // The factors, one block per add_product: copies (from the storage cache),
-  // so later writes to the op's tensors cannot change them; add() shares
-  // the other gradient's blocks rather than copying them again.
-  std::vector<Tensor> dy_blocks_, x_blocks_;
+  // The factors, one entry per add_product: copies (from the storage
+  // cache), so later writes to the op's tensors cannot change them; add()
+  // shares the other gradient's factors rather than copying them again.
+  std::vector<Factors> factors_;
   int64_t product_rows_ = 0;
   std::vector<int64_t> row_ids_;  // table rows: G[row_ids_[p]] += row_values_[p]
   std::vector<real> row_values_;

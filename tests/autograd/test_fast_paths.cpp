@@ -34,6 +34,19 @@ std::vector<Tensor> gradients(const std::vector<Tensor>& leaves, bool reference_
   return result;
 }
 
+// apply_scaled(p, −0.1) gives p − 0.1·G bit for bit, G formed first and
+// added in one rounding per entry (SGD::update's std::fma).
+void check_applied_in_one_rounding(const fast::DeferredGradient& deferred, Generator& generator) {
+  const Tensor dense = deferred.to_dense();
+  Tensor p = randn(deferred.shape(), generator);
+  Tensor expected = p.clone_data();
+  for (int64_t i = 0; i < expected.numel(); ++i) {
+    expected.data()[i] = std::fma(real(-0.1), dense.data()[i], expected.data()[i]);
+  }
+  deferred.apply_scaled(p.data(), real(-0.1));
+  CHECK(p.to_vector() == expected.to_vector());
+}
+
 }  // namespace
 
 TEST_CASE("a deferred weight gradient reaching a computed tensor is formed for its op",
@@ -119,16 +132,88 @@ TEST_CASE("DeferredGradient::apply_scaled adds its product in one rounding, as S
     const Tensor dy = randn({rows, 9}, generator), x = randn({rows, 8}, generator);
     fast::DeferredGradient deferred(Shape{9, 8});
     deferred.add_product(dy, x);
-    const Tensor dense = deferred.to_dense();
-    Tensor p = randn({9, 8}, generator);
-    Tensor expected = p.clone_data();
-    for (int64_t i = 0; i < expected.numel(); ++i) {
-      // p − lr·G, G formed first, one rounding (SGD::update's std::fma)
-      expected.data()[i] = std::fma(real(-0.1), dense.data()[i], expected.data()[i]);
-    }
-    deferred.apply_scaled(p.data(), real(-0.1));
-    CHECK(p.to_vector() == expected.to_vector());
+    check_applied_in_one_rounding(deferred, generator);
   }
+}
+
+TEST_CASE("DeferredGradient: blocks of columns kept apart, formed and applied in place",
+          "[autograd][fast_paths]") {
+  Generator generator(6);
+  for (const int64_t rows : {int64_t{1}, int64_t{7}, int64_t{9}}) {
+    INFO("rows " << rows);
+    // Columns [0,3) twice, [3,8) once, of a (9,8) gradient: disjoint blocks.
+    const Tensor dy1 = randn({rows, 9}, generator), x1 = randn({rows, 3}, generator);
+    const Tensor dy2 = randn({rows, 9}, generator), x2 = randn({rows, 5}, generator);
+    const Tensor dy3 = randn({2, 9}, generator), x3 = randn({2, 3}, generator);
+    fast::DeferredGradient deferred(Shape{9, 8});
+    deferred.add_product(dy1, x1, 0);
+    deferred.add_product(dy2, x2, 3);
+    deferred.add_product(dy3, x3, 0);
+    CHECK(deferred.product_rows() == 2 * rows + 2);
+    // The same gradient from whole-width factors with the zeros written out.
+    fast::DeferredGradient padded(Shape{9, 8});
+    auto place = [](const Tensor& x, int64_t first) {
+      Tensor wide = zeros({x.shape()[0], 8});
+      for (int64_t r = 0; r < x.shape()[0]; ++r) {
+        for (int64_t c = 0; c < x.shape()[1]; ++c) wide.data()[r * 8 + first + c] = x.at({r, c});
+      }
+      return wide;
+    };
+    padded.add_product(cat({dy1, dy3}, 0), cat({place(x1, 0), place(x3, 0)}, 0));
+    padded.add_product(dy2, place(x2, 3));
+    require_close(deferred.to_dense(), padded.to_dense());
+    // Disjoint blocks: each entry is one block's product, added in one rounding.
+    check_applied_in_one_rounding(deferred, generator);
+    // A whole-width product beside a block: added block by block.
+    fast::DeferredGradient mixed(Shape{9, 8}), mixed_padded(Shape{9, 8});
+    mixed.add_product(dy2, place(x2, 3));
+    mixed.add_product(dy1, x1, 0);
+    mixed_padded.add_product(cat({dy2, dy1}, 0), cat({place(x2, 3), place(x1, 0)}, 0));
+    require_close(mixed.to_dense(), mixed_padded.to_dense());
+    Tensor q = randn({9, 8}, generator);
+    const Tensor q_expected = q - mixed_padded.to_dense() * real(0.1);
+    mixed.apply_scaled(q.data(), real(-0.1));
+    require_close(q, q_expected);
+  }
+}
+
+TEST_CASE("linear_columns is linear on the input with zeros around it, on both paths",
+          "[autograd][fast_paths]") {
+  Generator generator(7);
+  for (const int64_t B : {int64_t{1}, int64_t{3}, int64_t{9}}) {
+    for (const int64_t first : {int64_t{0}, int64_t{5}, int64_t{11}}) {
+      INFO("B = " << B << ", first column " << first);
+      const int64_t n = 6, in = 17, out = 10;
+      const Tensor x = requires_grad_(randn({B, n}, generator));
+      const Tensor w = requires_grad_(randn({out, in}, generator));
+      const Tensor b = requires_grad_(randn({out}, generator));
+      const Tensor readout = randn({B, out}, generator);
+      auto padded_input = [&] {
+        std::vector<Tensor> parts;
+        if (first > 0) parts.push_back(zeros({B, first}));
+        parts.push_back(x);
+        if (first + n < in) parts.push_back(zeros({B, in - first - n}));
+        return cat(parts, 1);
+      };
+      {
+        const NoGradGuard no_grad;
+        const Tensor y = linear_columns(x, w, first, b);
+        const Tensor reference = linear(padded_input(), w, b);
+        require_close(y, reference);
+      }
+      for (const bool reference_path : {false, true}) {
+        INFO("reference path " << reference_path);
+        const auto ours = gradients({x, w, b}, reference_path,
+                                    [&] { return sum(linear_columns(x, w, first, b) * readout); });
+        const auto theirs =
+            gradients({x, w, b}, true, [&] { return sum(linear(padded_input(), w, b) * readout); });
+        for (size_t i = 0; i < ours.size(); ++i) require_close(ours[i], theirs[i]);
+      }
+    }
+  }
+  CHECK_THROWS_WITH(
+      linear_columns(zeros({2, 6}), zeros({3, 8}), 3, Tensor()),
+      Catch::Contains("linear_columns") && Catch::Contains("(2,6)") && Catch::Contains("(3,8)"));
 }
 
 TEST_CASE("fast::ReferencePath turns every mechanism off and restores them",

@@ -460,6 +460,23 @@ std::vector<GradcheckRow> gradcheck_table() {
        },
        {{any_values({2, 4}), any_values({2, 4}), any_values({3, 4}), any_values({3, 3})}},
        "bilinear in the weight; W's gradient is the sum of two products"});
+  rows.push_back({"linear_columns: a block of W's columns, x at column 2 (sizes 1, 7, 8, 9)",
+                  [](const Inputs& x) { return linear_columns(x[0], x[1], 2, x[2]); },
+                  {{any_values({3, 7}), any_values({5, 11}), any_values({5})},
+                   {any_values({1, 8}), any_values({9, 10}), any_values({9})},
+                   {any_values({9, 1}), any_values({1, 3}), any_values({1})},
+                   {any_values({1, 9}), any_values({7, 17}), any_values({7})}},
+                  "affine"});
+  rows.push_back(
+      {"linear_columns: a layer over [a; b] as two blocks, the first's output the second's bias",
+       [](const Inputs& x) {
+         // rows of x[0] and x[1] are the halves of one row of input each
+         const Tensor part = linear_columns(x[0], x[2], 0, x[3]);  // (1,out)
+         return linear_columns(x[1], x[2], 4, reshape(part, {x[2].shape()[0]}));
+       },
+       {{any_values({1, 4}), any_values({1, 5}), any_values({8, 9}), any_values({8})},
+        {any_values({1, 4}), any_values({1, 3}), any_values({1, 7}), any_values({1})}},
+       "affine"});
   rows.push_back({"linear_with_values: the values computed beforehand, the gradients of linear",
                   [](const Inputs& x) {
                     Tensor values;
