@@ -12,13 +12,14 @@ void apply(const Switches& switches) {
   set_reuse_forward_values(switches.reuse_forward_values);
   set_fused_ops(switches.fused_ops);
   pool::set_pooling(switches.pooling);
+  set_sentence_products(switches.sentence_products);
 }
 
 }  // namespace
 
 Switches Switches::current() {
   return {fast::deferred_gradients(), fast::reuse_forward_values(), fast::fused_ops(),
-          pool::pooling()};
+          pool::pooling(), fast::sentence_products()};
 }
 
 UseSwitches::UseSwitches(const Switches& switches) : previous_(Switches::current()) {

@@ -12,6 +12,8 @@
 //                                                               factors, a table's rows as rows
 //   forward values       autograd/fast/forward_values.hpp      values computed once, recorded later
 //   fused ops            autograd/fast/fused.hpp               softmax and bmm as one node
+//   sentence products    autograd/fast/sentence_products.hpp   a teacher-forced sentence's
+//                                                               inputs through a weight at once
 //   pooled allocation    tensor/fast/pool.hpp                       small objects and storages
 //   recycled
 //
@@ -24,10 +26,11 @@
 #include "autograd/fast/deferred_gradient.hpp"
 #include "autograd/fast/forward_values.hpp"
 #include "autograd/fast/fused.hpp"
+#include "autograd/fast/sentence_products.hpp"
 
 namespace attograd::fast {
 
-// The four switches above, as one thread has them. They are per thread: a
+// The five switches above, as one thread has them. They are per thread: a
 // thread that trains on another's behalf (a copy of the model taking part of
 // the batch) takes the caller's settings with a UseSwitches guard.
 struct Switches {
@@ -35,9 +38,10 @@ struct Switches {
   bool reuse_forward_values = true;
   bool fused_ops = true;
   bool pooling = true;
+  bool sentence_products = true;
 
-  static Switches current();                                            // this thread's
-  static Switches reference() { return {false, false, false, false}; }  // every one off
+  static Switches current();                                                   // this thread's
+  static Switches reference() { return {false, false, false, false, false}; }  // every one off
 };
 
 // While alive, this thread runs with `switches`; restores its own when it ends.

@@ -26,6 +26,19 @@ DecoderStep AttentionDecoder::forward(int64_t input_word, const Tensor& hidden,
   return step;
 }
 
+// input_words: T ids, hidden (1,1,H) -> T steps
+std::vector<DecoderStep> AttentionDecoder::advance_teacher_forced(
+    const std::vector<int64_t>& input_words, const Tensor& hidden, const AttentionMemory& memory) {
+  std::vector<DecoderStep> steps;
+  steps.reserve(input_words.size());
+  Tensor state = hidden;
+  for (const int64_t word : input_words) {
+    steps.push_back(advance(word, state, memory));
+    state = steps.back().hidden;
+  }
+  return steps;
+}
+
 // hidden: (1,1,H) -> (1,H)
 Tensor AttentionDecoder::state_row(const Tensor& hidden, int64_t H) {
   check(hidden.defined() && hidden.shape() == Shape{1, 1, H},

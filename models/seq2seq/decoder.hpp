@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "models/seq2seq/encoder.hpp"
 #include "nn/linear.hpp"
@@ -39,6 +40,13 @@ class AttentionDecoder : public nn::Module {
   // the new state and the attention weights (log_probs left undefined).
   virtual DecoderStep advance(int64_t input_word, const Tensor& hidden,
                               const AttentionMemory& memory) = 0;
+  // Teacher forcing: the T steps fed input_words (SOS, then the target's first
+  // T−1 words) from the state `hidden` -> those T steps, as T calls of
+  // advance() give them. A decoder may form what depends on the words alone
+  // for all T steps at once (autograd/fast/sentence_products.hpp).
+  virtual std::vector<DecoderStep> advance_teacher_forced(const std::vector<int64_t>& input_words,
+                                                          const Tensor& hidden,
+                                                          const AttentionMemory& memory);
   // The output layer, out: Linear(H -> V_out).
   virtual nn::Linear& output_layer() = 0;
   // outputs: (T,H) -> log-probabilities (T,V_out): log_softmax(out(outputs)).

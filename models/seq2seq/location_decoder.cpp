@@ -3,6 +3,7 @@
 // Legend: L MAX_LENGTH, H hidden size, V_out the target vocabulary size.
 #include "models/seq2seq/location_decoder.hpp"
 
+#include "autograd/fast/sentence_products.hpp"
 #include "autograd/ops.hpp"
 
 namespace attograd::seq2seq {
@@ -43,6 +44,49 @@ DecoderStep AttnDecoderRNN::advance(int64_t input_word, const Tensor& hidden,
   const Tensor x = relu(attn_combine->forward(cat({embedded, context}, 1)));             // (1,H)
   const nn::GRUOutput step = gru->step(x, hidden);  // (1,H), (1,1,H)
   return DecoderStep{step.output, step.h_n, weights, Tensor()};
+}
+
+// input_words: T ids, hidden (1,1,H), memory.values (1,L,H) -> T steps
+//
+// The fast path of T calls of advance(): the same ops, but attn_combine, W =
+// [W_e W_c] (H,2H), is split by the halves of its input [embedded; context]:
+//
+//   P   = E W_eᵀ + b              (T,H) @ (H,H) → (T,H), once; E: the T embedded words
+//   x_t = relu(c_t W_cᵀ + P[t])   (1,H) @ (H,H) → (1,H), at step t
+//
+// so W_e is read once per sentence, forward and backward, instead of once per
+// word. The embedded words are drawn as advance() draws them, one dropout
+// mask per word in order, so both paths train on the same masks.
+std::vector<DecoderStep> AttnDecoderRNN::advance_teacher_forced(
+    const std::vector<int64_t>& input_words, const Tensor& hidden, const AttentionMemory& memory) {
+  if (!fast::sentence_products()) {
+    return AttentionDecoder::advance_teacher_forced(input_words, hidden, memory);
+  }
+  const int64_t H = hidden_size_, L = max_length_;
+  check_memory(memory, L, H);
+  std::vector<Tensor> embedded;  // T of (1,H)
+  embedded.reserve(input_words.size());
+  for (const int64_t word : input_words) {
+    embedded.push_back(dropout->forward(embedding->forward({word}, Shape{1})));
+  }
+  const Tensor& combine = attn_combine->weight;  // (H,2H): [W_e W_c]
+  const Tensor embedded_part =                   // (T,H)
+      linear_columns(cat(embedded, 0), combine, 0, attn_combine->bias);
+  const Tensor values = reshape(memory.values, {L, H});
+  std::vector<DecoderStep> steps;
+  steps.reserve(input_words.size());
+  Tensor state = hidden;  // (1,1,H)
+  for (size_t t = 0; t < input_words.size(); ++t) {
+    const Tensor h = state_row(state, H);                                        // (1,H)
+    const Tensor weights = softmax(attn->forward(cat({embedded[t], h}, 1)), 1);  // (1,L)
+    const Tensor context = matmul(weights, values);                              // (1,H)
+    const Tensor row = select(embedded_part, 0, static_cast<int64_t>(t));        // (H)
+    const Tensor x = relu(linear_columns(context, combine, H, row));             // (1,H)
+    const nn::GRUOutput step = gru->step(x, state);                              // (1,H), (1,1,H)
+    steps.push_back(DecoderStep{step.output, step.h_n, weights, Tensor()});
+    state = step.h_n;
+  }
+  return steps;
 }
 
 }  // namespace attograd::seq2seq

@@ -62,18 +62,23 @@ PairLoss Seq2Seq::pair_loss(const std::vector<int64_t>& source, const std::vecto
   check(!target.empty(), "Seq2Seq: the target is empty; it must at least hold EOS");
   const EncoderOutput encoded = encoder->forward(source);
   const AttentionMemory memory = decoder->remember(encoded);
-  Tensor hidden = encoded.hidden;
-  int64_t input = kSos;
   std::vector<Tensor> outputs;  // T' of (1,H)
   std::vector<Tensor> logits;   // greedy: T' of (1,V_out), out(output) of each step
   outputs.reserve(target.size());
-  for (size_t t = 0; t < target.size(); ++t) {
-    const DecoderStep step = decoder->advance(input, hidden, memory);
-    outputs.push_back(step.output);
-    hidden = step.hidden;
-    if (teacher_forcing) {
-      input = target[t];
-    } else {
+  if (teacher_forcing) {  // step t is fed target t−1: all T inputs are known
+    std::vector<int64_t> inputs{kSos};
+    inputs.insert(inputs.end(), target.begin(), target.end() - 1);
+    for (const DecoderStep& step :
+         decoder->advance_teacher_forced(inputs, encoded.hidden, memory)) {
+      outputs.push_back(step.output);
+    }
+  } else {
+    Tensor hidden = encoded.hidden;
+    int64_t input = kSos;
+    for (size_t t = 0; t < target.size(); ++t) {
+      const DecoderStep step = decoder->advance(input, hidden, memory);
+      outputs.push_back(step.output);
+      hidden = step.hidden;
       const NoGradGuard no_grad;
       logits.push_back(decoder->output_layer().forward(step.output));
       input = argmax(logits.back(), 1)[0];

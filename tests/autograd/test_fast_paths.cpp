@@ -221,11 +221,13 @@ TEST_CASE("fast::ReferencePath turns every mechanism off and restores them",
   REQUIRE(fast::deferred_gradients());
   REQUIRE(fast::reuse_forward_values());
   REQUIRE(fast::fused_ops());
+  REQUIRE(fast::sentence_products());
   {
     const fast::ReferencePath reference;
     CHECK_FALSE(fast::deferred_gradients());
     CHECK_FALSE(fast::reuse_forward_values());
     CHECK_FALSE(fast::fused_ops());
+    CHECK_FALSE(fast::sentence_products());
     CHECK_FALSE(pool::pooling());
     {
       const fast::ReferencePath nested;
@@ -236,6 +238,7 @@ TEST_CASE("fast::ReferencePath turns every mechanism off and restores them",
   CHECK(fast::deferred_gradients());
   CHECK(fast::reuse_forward_values());
   CHECK(fast::fused_ops());
+  CHECK(fast::sentence_products());
   CHECK(pool::pooling());
 }
 

@@ -432,6 +432,47 @@ TEST_CASE("pair_loss gradients equal the step-by-step loss's gradients", "[seq2s
   }
 }
 
+TEST_CASE("teacher-forced steps with sentence products draw the same dropout masks",
+          "[seq2seq][fast_paths]") {
+  // Training mode, dropout on: the location decoder's sentence-product path
+  // (autograd/fast/sentence_products.hpp) against its T calls of advance(),
+  // from the same generator state. Other masks would change the outputs by
+  // far more than rounding.
+  Generator generator(12);
+  Seq2Seq model(small_options(DecoderKind::location).dropout(0.5), generator);
+  model.train();
+  const std::vector<int64_t> source = {3, 5, 6, kEos}, inputs = {kSos, 2, 4, 5, 2};
+  const EncoderOutput encoded = model.encoder->forward(source);
+  const AttentionMemory memory = model.decoder->remember(encoded);
+  const Generator masks = model.decoder->dropout_generator();
+  const std::vector<DecoderStep> fast_steps =
+      model.decoder->advance_teacher_forced(inputs, encoded.hidden, memory);
+  model.decoder->dropout_generator() = masks;
+  std::vector<DecoderStep> steps;
+  {
+    const fast::ReferencePath reference;
+    steps = model.decoder->advance_teacher_forced(inputs, encoded.hidden, memory);
+  }
+  model.decoder->dropout_generator() = masks;
+  Tensor hidden = encoded.hidden;
+  for (size_t t = 0; t < inputs.size(); ++t) {
+    INFO("step " << t);
+    const DecoderStep step = model.decoder->advance(inputs[t], hidden, memory);
+    hidden = step.hidden;
+    // The reference path is advance() itself, bit for bit.
+    CHECK(steps[t].output.to_vector() == step.output.to_vector());
+    CHECK(steps[t].attention.to_vector() == step.attention.to_vector());
+    for (const auto& [a, b] : {std::pair{fast_steps[t].output, step.output},
+                               std::pair{fast_steps[t].hidden, step.hidden},
+                               std::pair{fast_steps[t].attention, step.attention}}) {
+      const std::vector<real> x = a.to_vector(), y = b.to_vector();
+      REQUIRE(x.size() == y.size());
+      for (size_t i = 0; i < x.size(); ++i)
+        CHECK(double(x[i]) == Approx(double(y[i])).margin(1e-5));
+    }
+  }
+}
+
 TEST_CASE("GRU weight gradients kept as factors over the steps equal the per-step ones",
           "[seq2seq][gru]") {
   // Three steps of one cell with batch 2, every input requiring grad.

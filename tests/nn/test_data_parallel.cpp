@@ -147,6 +147,7 @@ TEST_CASE("DataParallel: a copy steps with the model's values, modes and switche
   CHECK_FALSE(fast_run[1].training);                          // and its evaluation mode
   CHECK(fast_run[1].switches.deferred_gradients);
   CHECK(fast_run[1].switches.pooling);
+  CHECK(fast_run[1].switches.sentence_products);
   CHECK(fast_run[1].recording);
 
   model.train();
@@ -156,6 +157,7 @@ TEST_CASE("DataParallel: a copy steps with the model's values, modes and switche
   CHECK_FALSE(reference_run[1].switches.reuse_forward_values);
   CHECK_FALSE(reference_run[1].switches.fused_ops);
   CHECK_FALSE(reference_run[1].switches.pooling);
+  CHECK_FALSE(reference_run[1].switches.sentence_products);
   CHECK(fast::Switches::current().deferred_gradients);  // the caller's own are restored
 
   {
