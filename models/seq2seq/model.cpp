@@ -52,7 +52,10 @@ void Seq2Seq::set_sparse_embeddings(bool on) {
 //
 // The decoder runs up to the GRU step by step, and the output layer once over
 // the T' steps taken: log_probs = predict([o_0; …; o_T'−1]) (T',V_out), and the
-// loss is Σ_t −log_probs[t, y_t]. Without teacher forcing the next input is
+// loss is Σ_t −log_probs[t, y_t]. With teacher forcing all T inputs are known
+// at the start, and the decoder is given them at once (advance_teacher_forced:
+// advance() T times, or on the fast path the same steps with the products of
+// the inputs formed for the whole sentence). Without it the next input is
 // the argmax of the step's output layer, computed without recording (a word
 // id carries no gradient); the fast path then records those step logits as
 // the output layer's values (fast::linear_with_values) rather than computing
