@@ -116,11 +116,11 @@ void GRU::check_state(const Tensor& h0, int64_t batch) const {
         h0.shape(), Shape{L, batch, H});
 }
 
-// x: (T,B,I), or (B,I) when one_step; h0: (L,B,H) or undefined
+// x: (T,B,I), or (B,I) for one step; h0: (L,B,H) or undefined
 //   -> (T,B,H) or (B,H), finals: L × (B,H)
-Tensor GRU::run_layers(Tensor x, const Tensor& h0, int64_t batch, bool one_step,
-                       std::vector<Tensor>& finals) {
+Tensor GRU::run_layers(Tensor x, const Tensor& h0, int64_t batch, std::vector<Tensor>& finals) {
   const int64_t L = options_.num_layers(), H = options_.hidden_size();
+  const bool one_step = x.dim() == 2;
   const double p = options_.dropout();
   const bool drop = is_training() && p > 0.0;
   for (int64_t k = 0; k < L; ++k) {
@@ -165,10 +165,10 @@ GRUOutput GRU::forward(const Tensor& x, const Tensor& h0) {
 
   std::vector<Tensor> finals;
   if (T == 1) {  // one step: the cells, then the time axis put back
-    const Tensor top = run_layers(select(x, time_axis, 0), h0, batch, true, finals);
+    const Tensor top = run_layers(select(x, time_axis, 0), h0, batch, finals);
     return {unsqueeze(top, time_axis), stack_or_view(finals, 0)};
   }
-  const Tensor output = run_layers(batch_first ? transpose(x, 0, 1) : x, h0, batch, false, finals);
+  const Tensor output = run_layers(batch_first ? transpose(x, 0, 1) : x, h0, batch, finals);
   return {batch_first ? transpose(output, 0, 1) : output, stack_or_view(finals, 0)};
 }
 
@@ -183,7 +183,7 @@ GRUOutput GRU::step(const Tensor& x, const Tensor& h) {
   const int64_t batch = x.shape()[0];
   check_state(h, batch);
   std::vector<Tensor> finals;
-  const Tensor output = run_layers(x, h, batch, true, finals);
+  const Tensor output = run_layers(x, h, batch, finals);
   return {output, stack_or_view(finals, 0)};
 }
 

@@ -160,8 +160,7 @@ class GRU : public Module {
   // x: (T,B,I) with T ≥ 2, or (B,I) for one step without the time axis; h0:
   // (L,B,H) or undefined. Returns the top layer's outputs, (T,B,H) or (B,H),
   // and fills `finals` with each layer's last state (B,H).
-  Tensor run_layers(Tensor x, const Tensor& h0, int64_t batch, bool one_step,
-                    std::vector<Tensor>& finals);
+  Tensor run_layers(Tensor x, const Tensor& h0, int64_t batch, std::vector<Tensor>& finals);
   void check_state(const Tensor& h0, int64_t batch) const;
 
   GRUOptions options_;

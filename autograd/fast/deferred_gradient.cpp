@@ -87,22 +87,34 @@ std::vector<DeferredGradient::Factors> DeferredGradient::stacked_factors() const
   return stacked;
 }
 
+namespace {
+
+// dst[:, f:f+w] += scale · dyᵀx for one column block, dst (out,in) row-major:
+// the gemm add_scaled_product_tn runs, with dst's row stride, so each entry
+// is summed and added in one rounding.
+void add_block(real* dst, int64_t in, const Tensor& dy, const Tensor& x, int64_t first_column,
+               real scale) {
+  const int64_t rows = dy.shape()[0], out = dy.shape()[1], width = x.shape()[1];
+  kernels::gemm(dst + first_column, in,
+                kernels::MatrixRef{dy.data(), kernels::Layout::transposed, out},
+                kernels::MatrixRef{x.data(), kernels::Layout::normal, width}, out, rows, width,
+                kernels::GemmInto{true, scale});
+}
+
+}  // namespace
+
 // dst += scale · (dyᵀx + rows)
 //
-// A block of the whole width is added by add_scaled_product_tn; a block of
-// columns by the same gemm with dst's row stride, so each entry is summed
-// and added in one rounding either way.
+// A block of the whole width is added by add_scaled_product_tn, a block of
+// columns by add_block: one rounding per entry either way.
 void DeferredGradient::apply_scaled(real* dst, real scale) const {
-  const int64_t out = shape_.ndim() == 2 ? shape_[0] : 0, in = shape_.ndim() == 2 ? shape_[1] : 0;
+  const int64_t in = shape_.ndim() == 2 ? shape_[1] : 0;
   for (const Factors& f : stacked_factors()) {
-    const int64_t rows = f.dy.shape()[0], width = f.x.shape()[1];
-    if (width == in) {
-      kernels::add_scaled_product_tn(dst, scale, f.dy.data(), f.x.data(), out, rows, in);
+    if (f.x.shape()[1] == in) {
+      kernels::add_scaled_product_tn(dst, scale, f.dy.data(), f.x.data(), shape_[0],
+                                     f.dy.shape()[0], in);
     } else {
-      kernels::gemm(dst + f.first_column, in,
-                    kernels::MatrixRef{f.dy.data(), kernels::Layout::transposed, out},
-                    kernels::MatrixRef{f.x.data(), kernels::Layout::normal, width}, out, rows,
-                    width, kernels::GemmInto{true, scale});
+      add_block(dst, in, f.dy, f.x, f.first_column, scale);
     }
   }
   for (size_t p = 0; p < row_ids_.size(); ++p) {
@@ -129,12 +141,7 @@ Tensor DeferredGradient::to_dense() const {
     dense = zeros(shape_);
   }
   for (auto f = stacked.begin(); f != stacked.end(); ++f) {
-    if (f == whole) continue;
-    const int64_t width = f->x.shape()[1];
-    kernels::gemm(dense.data() + f->first_column, in,
-                  kernels::MatrixRef{f->dy.data(), kernels::Layout::transposed, out},
-                  kernels::MatrixRef{f->x.data(), kernels::Layout::normal, width}, out,
-                  f->dy.shape()[0], width, kernels::GemmInto{true, real(1)});
+    if (f != whole) add_block(dense.data(), in, f->dy, f->x, f->first_column, real(1));
   }
   for (size_t p = 0; p < row_ids_.size(); ++p) {
     kernels::accumulate(dense.data() + row_ids_[p] * in,
