@@ -52,6 +52,7 @@
 #include "nn/transformer.hpp"
 #include "tensor/atomic_file.hpp"
 #include "tensor/factory.hpp"
+#include "tensor/fast/storage_cache.hpp"
 #include "tensor/kernels.hpp"
 #include "tensor/kernels_gru.hpp"
 #include "tensor/kernels_matvec.hpp"

@@ -11,24 +11,18 @@
 #include <memory>
 #include <string>
 
+#include "autograd/gradient.hpp"
 #include "tensor/tensor.hpp"
 
 namespace attograd {
 
 struct Node;  // autograd/node.hpp
-namespace fast {
-class DeferredGradient;  // autograd/fast/deferred_gradient.hpp
-}  // namespace fast
 
 struct AutogradMeta final : TensorAttachment {
   bool requires_grad = false;
-  bool retains_grad = false;         // keep the gradient of a non-leaf after backward
-  std::shared_ptr<TensorImpl> grad;  // the gradient, once backward() has reached the tensor
-  std::shared_ptr<Node> grad_fn;     // the op that produced it; null for leaves
-  // Part of a leaf's gradient kept in a cheaper form than a dense tensor
-  // (autograd/fast/deferred_gradient.hpp): the gradient is grad + this.
-  // grad(t) folds it into `grad` when asked; usually null.
-  std::shared_ptr<fast::DeferredGradient> deferred_grad;
+  bool retains_grad = false;      // keep the gradient of a non-leaf after backward
+  Gradient grad;                  // the sum of what backward() brought here; undefined before
+  std::shared_ptr<Node> grad_fn;  // the op that produced it; null for leaves
 
   std::string describe() const override {
     return requires_grad ? ", requires_grad=true" : std::string();

@@ -8,13 +8,10 @@
 #include <cstdint>
 #include <iterator>
 
-#include "autograd/fast/deferred_gradient.hpp"
 #include "autograd/graph_order.hpp"
-#include "autograd/inspect/hooks.hpp"
+#include "autograd/inspect/hooks.hpp"  // DetectAnomaly, Profiler, DotCapture
 #include "autograd/ops.hpp"
 #include "tensor/factory.hpp"
-#include "tensor/fast/pool.hpp"
-#include "tensor/kernels.hpp"
 
 namespace attograd {
 
@@ -57,20 +54,20 @@ Tensor record(const char* name, Tensor output, std::vector<Tensor> inputs,
 
 AutogradMeta& attach_autograd_meta(const Tensor& t) {
   TensorImpl& impl = t.impl();
-  if (!impl.attachment) impl.attachment = make_pooled<AutogradMeta>();
+  if (!impl.attachment) impl.attachment = make_object<AutogradMeta>();
   return *autograd_meta(impl);
 }
 
 Tensor attach_node(const char* name, Tensor output, Node::Inputs inputs,
                    Node::BackwardFn backward) {
-  auto node = make_pooled<Node>();
+  auto node = make_object<Node>();
   node->name = name;
   node->inputs = std::move(inputs);
   node->backward = std::move(backward);
   AutogradMeta& meta = attach_autograd_meta(output);
   meta.requires_grad = true;
   meta.grad_fn = std::move(node);
-  if (detail::inspecting()) detail::on_record(*meta.grad_fn, output);  // DetectAnomaly, Profiler
+  if (detail::inspecting()) detail::on_record(*meta.grad_fn, output);
   return output;
 }
 
@@ -86,27 +83,26 @@ Tensor requires_grad_(Tensor t, bool enabled) {
 
 namespace {
 
-// Adds `gradient` into the tensor slot `slot` (creating it on first use).
-void accumulate_into(std::shared_ptr<TensorImpl>& slot, const Tensor& gradient);
+// Adds `gradient` into a tensor's own .grad: the first is copied (the leaf
+// keeps a tensor of its own, which an optimizer may write), later ones are
+// added in place.
+void accumulate_grad(AutogradMeta& meta, Gradient gradient) {
+  meta.grad += std::move(gradient);
+  meta.grad.own();
+}
 
 }  // namespace
 
 Tensor grad(const Tensor& t) {
   AutogradMeta* meta = autograd_meta(t);
   if (meta == nullptr) return Tensor();
-  if (meta->deferred_grad) {  // formed on request, then kept like any other
-    const Tensor formed = meta->deferred_grad->to_dense();
-    meta->deferred_grad.reset();
-    accumulate_into(meta->grad, formed);
-  }
-  return meta->grad ? Tensor(meta->grad) : Tensor();
+  meta->grad.form();  // a part kept unformed is formed on request, then kept like any other
+  meta->grad.own();
+  return meta->grad.dense();
 }
 
 void zero_grad(const Tensor& t) {
-  if (AutogradMeta* meta = autograd_meta(t)) {
-    meta->grad.reset();
-    meta->deferred_grad.reset();
-  }
+  if (AutogradMeta* meta = autograd_meta(t)) meta->grad = Gradient();
 }
 
 void add_to_grad(const Tensor& t, const Tensor& gradient) {
@@ -117,7 +113,7 @@ void add_to_grad(const Tensor& t, const Tensor& gradient) {
         "add_to_grad: the gradient's shape {} is not the tensor's {}; give one gradient entry "
         "per entry of the tensor",
         gradient.shape(), t.shape());
-  accumulate_into(autograd_meta(t)->grad, gradient);
+  accumulate_grad(*autograd_meta(t), gradient);
 }
 
 void retain_grad(const Tensor& t) {
@@ -164,77 +160,6 @@ Tensor sum_to(const Tensor& gradient, const Shape& shape) {
 
 namespace {
 
-using detail::PassList;
-
-// Whether `t` is the only way to reach its values — no other handle, view or
-// closure shares them — and it fills its whole storage in row-major order:
-// then it can be kept, and later written in place, without a copy (what
-// PyTorch's AccumulateGrad calls stealing the gradient).
-bool sole_contiguous_owner(const Tensor& t) {
-  return t.impl_ptr().use_count() == 1 && t.storage().use_count() == 1 && t.offset() == 0 &&
-         t.numel() == t.storage()->size() && t.is_contiguous();
-}
-
-// The first gradient is copied, unless nothing else can see it, so that later
-// in-place accumulation can never write into a tensor some closure still reads.
-void accumulate_into(std::shared_ptr<TensorImpl>& slot, const Tensor& gradient) {
-  if (!slot) {
-    slot = sole_contiguous_owner(gradient) ? gradient.impl_ptr() : gradient.clone_data().impl_ptr();
-    return;
-  }
-  Tensor target(slot);
-  const Tensor source = gradient.contiguous_data();
-  kernels::accumulate(target.data(), source.data(), target.numel());
-}
-
-// Adds a deferred gradient into a deferred slot: the first is kept as it is
-// (nothing else holds it), later ones are appended.
-void accumulate_deferred(std::shared_ptr<fast::DeferredGradient>& slot,
-                         const std::shared_ptr<fast::DeferredGradient>& gradient) {
-  if (!slot) {
-    slot = gradient;
-    return;
-  }
-  slot->add(*gradient);
-}
-
-// The gradient on its way to a tensor, summed over the ops that use it. The
-// first dense contribution is kept as the op returned it, without a copy: it
-// may be a view another closure still reads (add hands the same dy to both
-// of its inputs), so it is never written. Only when a second contribution
-// arrives is a private copy made, which is then added to in place. Most
-// tensors of a graph are used by one op, so most gradients are never copied.
-// Deferred contributions (a weight's factors, a table's rows) are summed
-// apart, by appending.
-struct PendingGradient {
-  Tensor sum;
-  bool owned = false;  // `sum` is our own copy and may be written
-  std::shared_ptr<fast::DeferredGradient> deferred;
-};
-
-void add_pending(PendingGradient& slot, const Tensor& gradient) {
-  if (!slot.sum.defined()) {
-    slot.sum = gradient;
-    return;
-  }
-  if (!slot.owned) {
-    if (!sole_contiguous_owner(slot.sum)) slot.sum = slot.sum.clone_data();
-    slot.owned = true;
-  }
-  const Tensor source = gradient.contiguous_data();
-  kernels::accumulate(slot.sum.data(), source.data(), slot.sum.numel());
-}
-
-// The whole pending gradient as one dense tensor (for an op's closure, which
-// reads a tensor).
-Tensor dense_sum(PendingGradient& slot) {
-  if (slot.deferred) {
-    add_pending(slot, slot.deferred->to_dense());
-    slot.deferred.reset();
-  }
-  return std::move(slot.sum);
-}
-
 Tensor backward_seed(const Tensor& root, const Tensor& grad_output) {
   check(requires_grad(root),
         "backward: this tensor does not require grad — none of its inputs had "
@@ -255,37 +180,34 @@ Tensor backward_seed(const Tensor& root, const Tensor& grad_output) {
 // Runs one node's closure with its output's gradient and adds what it returns
 // into its inputs' pending sums.
 void run_node(Node& node, const Tensor& gradient, const detail::GraphOrder& graph,
-              PassList<PendingGradient>& pending) {
+              ObjectVector<Gradient>& pending) {
   check(!node.released,
         "backward: the graph behind '{}' was already freed by an earlier backward(); pass "
         "retain_graph=true to that first call to backpropagate through it twice",
         node.name);
-  const bool inspecting = detail::inspecting();  // DetectAnomaly, Profiler
-  const auto started =
-      inspecting ? detail::InspectClock::now() : detail::InspectClock::time_point{};
-  const Gradients input_grads = node.backward(gradient);
+  const Gradients input_grads = detail::inspecting() ? detail::inspected_call(node, gradient, graph)
+                                                     : node.backward(gradient);
   check(input_grads.size() == node.inputs.size(),
         "backward: op '{}' returned {} gradients for {} inputs (a bug in the op)", node.name,
         input_grads.size(), node.inputs.size());
-  if (inspecting) detail::on_backward(node, gradient, input_grads, started, graph);
   for (size_t i = 0; i < node.inputs.size(); ++i) {
     const Tensor& input = node.inputs[i];
     const Gradient& g = input_grads[i];
     if (!input.defined() || !requires_grad(input) || !g.defined()) continue;
-    PendingGradient& slot = pending[graph.numbers.find(input.impl_ptr().get())];
-    if (g.deferred()) {
+    Gradient& slot = pending[graph.numbers.find(input.impl_ptr().get())];
+    if (g.dense().defined()) {
+      check(reducible(g.dense().shape(), input.shape()),
+            "backward: op '{}' returned a gradient of shape {} for its input {} of shape {} (a "
+            "bug in the op: the gradient must have the input's shape or broadcast from it)",
+            node.name, g.dense().shape(), i, input.shape());
+      slot += sum_to(g.dense(), input.shape());
+    } else {
       check(g.shape() == input.shape(),
-            "backward: op '{}' returned a deferred gradient of shape {} for its input {} of "
-            "shape {} (a bug in the op: a deferred gradient has the input's exact shape)",
+            "backward: op '{}' returned an unformed gradient of shape {} for its input {} of "
+            "shape {} (a bug in the op: an unformed gradient has the input's exact shape)",
             node.name, g.shape(), i, input.shape());
-      accumulate_deferred(slot.deferred, g.deferred());
-      continue;
+      slot += g;
     }
-    check(reducible(g.dense().shape(), input.shape()),
-          "backward: op '{}' returned a gradient of shape {} for its input {} of shape {} (a "
-          "bug in the op: the gradient must have the input's shape or broadcast from it)",
-          node.name, g.dense().shape(), i, input.shape());
-    add_pending(slot, sum_to(g.dense(), input.shape()));
   }
 }
 
@@ -293,28 +215,27 @@ void run_node(Node& node, const Tensor& gradient, const detail::GraphOrder& grap
 
 void backward(const Tensor& root, const Tensor& grad_output, bool retain_graph) {
   const Tensor seed = backward_seed(root, grad_output);
-  if (detail::inspecting()) detail::on_backward_start(root);  // DotCapture
-  NoGradGuard no_grad;  // the closures' own arithmetic is not recorded
+  const detail::InspectedPass inspected(root);  // does nothing unless a tool is on
+  NoGradGuard no_grad;                          // the closures' own arithmetic is not recorded
   const detail::GraphOrder graph = detail::topological_order(root);
-  // pending[numbers.find(t)]: the gradient summed so far for tensor t.
-  PassList<PendingGradient> pending(graph.numbers.size());
-  pending[graph.numbers.find(root.impl_ptr().get())] = PendingGradient{seed, true, nullptr};
+  // pending[numbers.find(t)]: the sum of the gradients that reached tensor t so far.
+  ObjectVector<Gradient> pending(graph.numbers.size());
+  pending[graph.numbers.find(root.impl_ptr().get())] = Gradient(seed);
 
   // Reverse post-order: each tensor is processed after everything that uses it.
   for (auto it = graph.order.rbegin(); it != graph.order.rend(); ++it) {
     TensorImpl& impl = **it;
     AutogradMeta& meta = *autograd_meta(impl);
-    PendingGradient& slot = pending[graph.numbers.find(&impl)];
-    if (!slot.sum.defined() && !slot.deferred) continue;  // no gradient reached it
-
-    if (!meta.grad_fn) {  // a leaf: this is where gradients are kept, deferred ones too
-      const Tensor dense = std::move(slot.sum);  // sole owner now: may be kept without a copy
-      if (dense.defined()) accumulate_into(meta.grad, dense);
-      if (slot.deferred) accumulate_deferred(meta.deferred_grad, std::move(slot.deferred));
+    Gradient& slot = pending[graph.numbers.find(&impl)];
+    if (!slot.defined()) continue;  // no gradient reached it
+    if (!meta.grad_fn) {            // a leaf: this is where gradients are kept
+      accumulate_grad(meta, std::move(slot));
       continue;
     }
-    const Tensor gradient = dense_sum(slot);  // any layout; closures must not assume contiguity
-    if (meta.retains_grad) accumulate_into(meta.grad, gradient);
+    slot.form();
+    const Tensor gradient = slot.dense();  // any layout; closures must not assume contiguity
+    slot = Gradient();
+    if (meta.retains_grad) accumulate_grad(meta, gradient);
     Node& node = *meta.grad_fn;
     run_node(node, gradient, graph, pending);
     if (!retain_graph) {
@@ -323,7 +244,6 @@ void backward(const Tensor& root, const Tensor& grad_output, bool retain_graph) 
       node.released = true;
     }
   }
-  if (detail::inspecting()) detail::on_backward_end();
 }
 
 }  // namespace attograd

@@ -51,7 +51,7 @@ Tensor attach_node(const char* name, Tensor output, Node::Inputs inputs, Node::B
 
 // The same for the usual call, record("mul", y, {a, b}, [a, b](…) {…}): the
 // input list and the closure become a Node's Inputs and BackwardFn (two
-// pooled blocks) only when the op is recorded. Under NoGradGuard — inside every
+// allocations) only when the op is recorded. Under NoGradGuard — inside every
 // backward closure, in evaluation — an op then allocates nothing for its graph.
 template <typename Backward>
 Tensor record(const char* name, Tensor output, std::initializer_list<Tensor> inputs,
@@ -66,8 +66,8 @@ Tensor record(const char* name, Tensor output, std::initializer_list<Tensor> inp
 // Mark a leaf as trainable (returns it, so `auto w = requires_grad_(randn({3}))`).
 Tensor requires_grad_(Tensor t, bool enabled = true);
 // The accumulated gradient of t (undefined until a backward reaches it). A
-// part backward() kept deferred (autograd/fast/deferred_gradient.hpp) is
-// formed now and added in, so the result is always the whole dense gradient.
+// part backward() kept unformed (autograd/gradient.hpp) is formed now and
+// added in, so the result is always the whole dense gradient.
 Tensor grad(const Tensor& t);
 // Forget t's gradient (the next backward starts from zero).
 void zero_grad(const Tensor& t);

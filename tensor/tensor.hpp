@@ -17,27 +17,17 @@
 #include <string>
 #include <vector>
 
+#include "tensor/fast/pool.hpp"  // make_object, ObjectVector, SharedFunction
 #include "tensor/shape.hpp"
 
 namespace attograd {
 
 class Tensor;
 
-// A block of `size` reals aligned to 64 bytes (one cache line, one AVX-512
-// register), so SIMD loads from the start of a storage never split a line.
-// Its values are not initialised (zeros() and friends fill them).
-//
-// Every op result and every gradient is a new Storage, so a training step
-// allocates and frees the same few sizes again and again. Freed blocks are
-// therefore kept in a cache, one free list per size class (sizes rounded up
-// to a multiple of 64 bytes up to 1 KiB, then to a quarter of a power of
-// two), and handed out again by the next Storage of that class — without a
-// call to malloc, and without page faults for large blocks. The cache is
-// shared by all threads (guarded by a mutex), holds at most
-// cache_limit_bytes() (blocks beyond that go back to the system), and is
-// emptied at exit. In front of it each thread keeps the last few blocks it
-// freed of each size up to 128 KiB (2 MiB at most), taken back without the
-// mutex; they go to the shared lists when the thread ends.
+// A block of `size` reals aligned to 64 bytes (the width of an AVX-512
+// register), so SIMD loads from the start of a storage are aligned.
+// Its values are not initialised (zeros() and friends fill them). The block
+// comes from storage::allocate and goes back to storage::deallocate.
 class Storage {
  public:
   explicit Storage(int64_t size);
@@ -48,15 +38,6 @@ class Storage {
   real* data() { return data_; }
   const real* data() const { return data_; }
   int64_t size() const { return size_; }
-
-  // Bytes of freed blocks the cache holds now, waiting to be reused: the
-  // shared lists' and the calling thread's own.
-  static int64_t cached_bytes();
-  // The most the shared lists keep: 256 MiB (each thread's own, 2 MiB more).
-  static int64_t cache_limit_bytes();
-  // Return the shared lists' blocks and the calling thread's own to the
-  // system (e.g. after a large job).
-  static void release_cache();
 
  private:
   real* data_ = nullptr;

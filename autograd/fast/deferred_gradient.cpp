@@ -19,6 +19,23 @@ thread_local bool deferred_on = true;
 bool deferred_gradients() { return deferred_on; }
 void set_deferred_gradients(bool on) { deferred_on = on; }
 
+std::shared_ptr<DeferredGradient> defer_product(const Tensor& dy, const Tensor& x,
+                                                int64_t first_column, int64_t in) {
+  const int64_t n = dy.shape()[0], out = dy.shape()[1], width = x.shape()[1];
+  if (!deferred_on || n * (out + width) >= out * in) return nullptr;
+  auto deferred = std::make_shared<DeferredGradient>(Shape{out, in});
+  deferred->add_product(dy, x, first_column);
+  return deferred;
+}
+
+std::shared_ptr<DeferredGradient> defer_rows(const Shape& shape, const std::vector<int64_t>& ids,
+                                             const Tensor& values, std::optional<int64_t> skip) {
+  if (!deferred_on) return nullptr;
+  auto deferred = std::make_shared<DeferredGradient>(shape);
+  deferred->add_rows(ids, values, skip);
+  return deferred;
+}
+
 void DeferredGradient::add_product(const Tensor& dy, const Tensor& x, int64_t first_column) {
   check(shape_.ndim() == 2 && dy.dim() == 2 && x.dim() == 2 && dy.shape()[1] == shape_[0] &&
             x.shape()[0] == dy.shape()[0] && first_column >= 0 &&
@@ -48,6 +65,11 @@ void DeferredGradient::add(const DeferredGradient& other) {
   product_rows_ += other.product_rows_;
   row_ids_.insert(row_ids_.end(), other.row_ids_.begin(), other.row_ids_.end());
   row_values_.insert(row_values_.end(), other.row_values_.begin(), other.row_values_.end());
+}
+
+// Only the fast path makes unformed gradients, and they are all of this kind.
+void DeferredGradient::add(const UnformedGradient& other) {
+  add(static_cast<const DeferredGradient&>(other));
 }
 
 std::vector<DeferredGradient::Factors> DeferredGradient::stacked_factors() const {
@@ -153,7 +175,13 @@ Tensor DeferredGradient::to_dense() const {
 std::shared_ptr<DeferredGradient> take_deferred_gradient(const Tensor& leaf) {
   AutogradMeta* meta = autograd_meta(leaf);
   if (meta == nullptr) return nullptr;
-  return std::move(meta->deferred_grad);
+  return std::static_pointer_cast<DeferredGradient>(meta->grad.take_unformed());
+}
+
+const DeferredGradient* deferred_gradient_of(const Tensor& leaf) {
+  const AutogradMeta* meta = autograd_meta(leaf);
+  if (meta == nullptr) return nullptr;
+  return static_cast<const DeferredGradient*>(meta->grad.unformed().get());
 }
 
 }  // namespace attograd::fast

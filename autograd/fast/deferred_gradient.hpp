@@ -15,12 +15,17 @@
 // And plain SGD never needs the dense gradient at all: W −= lr·dyᵀx goes
 // straight into W (kernels::add_scaled_product_tn), and the table's rows are
 // updated one by one (apply_scaled below). A DeferredGradient is the sum of
-// both parts. The engine stores it on a leaf like any other gradient
-// (AutogradMeta::deferred_grad); grad(leaf) forms the dense tensor on request.
+// both parts. It is a Gradient's unformed part (autograd/gradient.hpp): the
+// engine adds it up and keeps it on a leaf like any other gradient, and
+// grad(leaf) forms the dense tensor on request.
 //
+// Where it is reached: Gradient::product and Gradient::rows ask defer_product
+// and defer_rows below first, and form the dense tensor when they say no.
+// What it saves: a tutorial iteration takes 1.25 ms with every mechanism on
+// and 29.6 ms on the reference path, most of the difference this one
+// (`build/bench/bench_seq2seq`, docs/fast_paths.md).
 // Switch: fast::set_deferred_gradients(false), or a fast::ReferencePath guard
-// (autograd/fast/fast.hpp); Gradient::product and Gradient::rows then form
-// dense tensors at once. docs/fast_paths.md measures what it saves.
+// (autograd/fast/fast.hpp).
 #pragma once
 
 #include <cstdint>
@@ -29,6 +34,7 @@
 #include <utility>
 #include <vector>
 
+#include "autograd/gradient.hpp"
 #include "tensor/tensor.hpp"
 
 namespace attograd::fast {
@@ -38,11 +44,25 @@ namespace attograd::fast {
 bool deferred_gradients();
 void set_deferred_gradients(bool on);
 
-class DeferredGradient {
+class DeferredGradient;
+
+// Gradient::product's deferred form: the factors of dyᵀ [0 x 0] (see
+// Gradient::product), when the switch is on and they hold fewer numbers than
+// the (out,in) matrix they stand for (a decoder step's one row against a
+// 2231 × 256 output layer; a batch of 64 rows against a 96 × 32 weight is
+// cheaper as the matrix, formed now, than as factors copied, stacked and
+// formed later); else null.
+std::shared_ptr<DeferredGradient> defer_product(const Tensor& dy, const Tensor& x,
+                                                int64_t first_column, int64_t in);
+// Gradient::rows' deferred form when the switch is on, else null.
+std::shared_ptr<DeferredGradient> defer_rows(const Shape& shape, const std::vector<int64_t>& ids,
+                                             const Tensor& values, std::optional<int64_t> skip);
+
+class DeferredGradient final : public UnformedGradient {
  public:
   explicit DeferredGradient(Shape shape) : shape_(std::move(shape)) {}
 
-  const Shape& shape() const { return shape_; }
+  Shape shape() const override { return shape_; }
 
   // G += dyᵀ x: dy (n,out), x (n,in), contiguous; shape() must be (out,in).
   // With first_column f and x (n,w): G[:, f:f+w] += dyᵀ x, the gradient of a
@@ -53,6 +73,7 @@ class DeferredGradient {
   void add_rows(const std::vector<int64_t>& ids, const Tensor& values, std::optional<int64_t> skip);
   // G += other (same shape): appends other's factors and rows.
   void add(const DeferredGradient& other);
+  void add(const UnformedGradient& other) override;
 
   // dst += scale · G, where dst is a contiguous tensor of shape(): the
   // product part in one kernel call per column block (each entry summed as
@@ -60,7 +81,7 @@ class DeferredGradient {
   // in order.
   void apply_scaled(real* dst, real scale) const;
   // G as a dense tensor.
-  Tensor to_dense() const;
+  Tensor to_dense() const override;
 
   // How many rows of factors, and of table rows, G is made of.
   int64_t product_rows() const { return product_rows_; }
@@ -92,5 +113,8 @@ class DeferredGradient {
 // leaf (so the leaf then holds only its dense part, grad(leaf) without it);
 // null if there is none. For optimizers that can apply it directly.
 std::shared_ptr<DeferredGradient> take_deferred_gradient(const Tensor& leaf);
+// The part of `leaf`'s gradient that backward() left deferred, left in place
+// (null if there is none). For tests.
+const DeferredGradient* deferred_gradient_of(const Tensor& leaf);
 
 }  // namespace attograd::fast

@@ -13,13 +13,15 @@ void apply(const Switches& switches) {
   set_fused_ops(switches.fused_ops);
   pool::set_pooling(switches.pooling);
   set_sentence_products(switches.sentence_products);
+  set_gradient_stealing(switches.gradient_stealing);
 }
 
 }  // namespace
 
 Switches Switches::current() {
-  return {fast::deferred_gradients(), fast::reuse_forward_values(), fast::fused_ops(),
-          pool::pooling(), fast::sentence_products()};
+  return {fast::deferred_gradients(), fast::reuse_forward_values(),
+          fast::fused_ops(),          pool::pooling(),
+          fast::sentence_products(),  fast::gradient_stealing()};
 }
 
 UseSwitches::UseSwitches(const Switches& switches) : previous_(Switches::current()) {

@@ -14,8 +14,10 @@
 //   fused ops            autograd/fast/fused.hpp               softmax and bmm as one node
 //   sentence products    autograd/fast/sentence_products.hpp   a teacher-forced sentence's
 //                                                               inputs through a weight at once
-//   pooled allocation    tensor/fast/pool.hpp                       small objects and storages
-//   recycled
+//   gradient stealing    autograd/fast/gradient_stealing.hpp   a gradient nothing else sees
+//                                                               kept without a copy
+//   pooled allocation    tensor/fast/pool.hpp,                 small objects and storages
+//                        tensor/fast/storage_cache.hpp          recycled
 //
 //   {
 //     const fast::ReferencePath reference;  // everything below runs the reference path
@@ -26,11 +28,12 @@
 #include "autograd/fast/deferred_gradient.hpp"
 #include "autograd/fast/forward_values.hpp"
 #include "autograd/fast/fused.hpp"
+#include "autograd/fast/gradient_stealing.hpp"
 #include "autograd/fast/sentence_products.hpp"
 
 namespace attograd::fast {
 
-// The five switches above, as one thread has them. They are per thread: a
+// The switches above, as one thread has them. They are per thread: a
 // thread that trains on another's behalf (a copy of the model taking part of
 // the batch) takes the caller's settings with a UseSwitches guard.
 struct Switches {
@@ -39,9 +42,10 @@ struct Switches {
   bool fused_ops = true;
   bool pooling = true;
   bool sentence_products = true;
+  bool gradient_stealing = true;
 
-  static Switches current();                                                   // this thread's
-  static Switches reference() { return {false, false, false, false, false}; }  // every one off
+  static Switches current();  // this thread's
+  static Switches reference() { return {false, false, false, false, false, false}; }  // all off
 };
 
 // While alive, this thread runs with `switches`; restores its own when it ends.

@@ -15,7 +15,6 @@
 #include <string>
 
 #include "autograd/autograd_meta.hpp"
-#include "autograd/fast/deferred_gradient.hpp"
 #include "autograd/inspect/hooks.hpp"
 #include "tensor/error.hpp"
 
@@ -135,7 +134,7 @@ void anomaly_on_backward(const Node& node, const Tensor& grad_output, const Grad
     // The engine drops gradients for inputs that need none (a constant
     // exponent's may well be NaN); so are they here.
     if (!g.defined() || i >= node.inputs.size() || !requires_grad(node.inputs[i])) continue;
-    const Tensor dense = g.deferred() ? g.deferred()->to_dense() : g.dense();
+    const Tensor dense = g.to_dense();
     const int64_t bad = first_non_finite(dense);
     if (bad < 0) continue;
     const auto [k, n] = position_in(node, graph);

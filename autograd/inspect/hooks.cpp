@@ -23,21 +23,23 @@ void on_record(const Node& node, const Tensor& output) {
   if (bits & kAnomalyBit) anomaly_on_record(node, output);
 }
 
-void on_backward_start(const Tensor& root) {
+InspectedPass::InspectedPass(const Tensor& root) {
   if (inspect_bits.load(std::memory_order_relaxed) & kDotCaptureBit) dot_capture_backward(root);
 }
 
-void on_backward(const Node& node, const Tensor& grad_output, const Gradients& input_grads,
-                 InspectClock::time_point started, const GraphOrder& graph) {
-  const unsigned bits = inspect_bits.load(std::memory_order_relaxed);
-  if (bits & kProfilerBit) profiler_on_backward(node.name, started, InspectClock::now());
-  if (bits & kAnomalyBit) anomaly_on_backward(node, grad_output, input_grads, graph);
-}
-
-void on_backward_end() {
+InspectedPass::~InspectedPass() {
   if (inspect_bits.load(std::memory_order_relaxed) & kProfilerBit) {
     profiler_mark(InspectClock::now());
   }
+}
+
+Gradients inspected_call(Node& node, const Tensor& grad_output, const GraphOrder& graph) {
+  const InspectClock::time_point started = InspectClock::now();
+  Gradients input_grads = node.backward(grad_output);
+  const unsigned bits = inspect_bits.load(std::memory_order_relaxed);
+  if (bits & kProfilerBit) profiler_on_backward(node.name, started, InspectClock::now());
+  if (bits & kAnomalyBit) anomaly_on_backward(node, grad_output, input_grads, graph);
+  return input_grads;
 }
 
 }  // namespace attograd::detail

@@ -29,14 +29,18 @@ using InspectClock = std::chrono::steady_clock;
 
 // After record() has attached `node` to `output` (forward).
 void on_record(const Node& node, const Tensor& output);
-// When backward(root) starts, before it walks the graph.
-void on_backward_start(const Tensor& root);
-// After `node`'s closure, started at `started`, turned `grad_output` into
-// `input_grads` (backward); `graph` is the pass the node belongs to.
-void on_backward(const Node& node, const Tensor& grad_output, const Gradients& input_grads,
-                 InspectClock::time_point started, const GraphOrder& graph);
-// When backward() returns: what runs next (an optimizer step, the next
-// forward pass) is not part of the last closure.
-void on_backward_end();
+// node.backward(grad_output), timed and checked by the tools that are on;
+// `graph` is the pass the node belongs to.
+Gradients inspected_call(Node& node, const Tensor& grad_output, const GraphOrder& graph);
+// Alive for one backward(root): shows the root to DotCapture before the pass
+// frees its graph, and when it ends tells the Profiler that what runs next
+// (an optimizer step, the next forward pass) is not part of the last closure.
+class InspectedPass {
+ public:
+  explicit InspectedPass(const Tensor& root);
+  ~InspectedPass();
+  InspectedPass(const InspectedPass&) = delete;
+  InspectedPass& operator=(const InspectedPass&) = delete;
+};
 
 }  // namespace attograd::detail

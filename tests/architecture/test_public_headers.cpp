@@ -20,8 +20,9 @@ const std::set<std::string> kInternalHeaders = {
     "tensor/kernels_gemm.hpp",   // the packed product behind kernels.hpp's matmul_forward and
                                  // bmm_forward
     "autograd/graph_order.hpp",  // the engine's traversal order
-    "autograd/inspect/hooks.hpp",   // where the engine lets the inspection tools in
-    "nn/safetensors_header.hpp",    // the reader's bounded parse, on nlohmann/json
+    "autograd/fast/tensor_numbering.hpp",  // graph_order's table of tensor numbers
+    "autograd/inspect/hooks.hpp",          // where the engine lets the inspection tools in
+    "nn/safetensors_header.hpp",           // the reader's bounded parse, on nlohmann/json
     "nn/safetensors_messages.hpp",  // the reader's message helpers (the examples quote with them)
 };
 

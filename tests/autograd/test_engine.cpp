@@ -3,9 +3,11 @@
 // broadcasting undone by sum_to. Every expected gradient is worked out by
 // hand in the comment next to it. These run in both binaries.
 #include <catch2/catch.hpp>
+#include <unordered_map>
 #include <vector>
 
 #include "attograd.hpp"
+#include "autograd/fast/tensor_numbering.hpp"
 
 using namespace attograd;
 
@@ -278,4 +280,67 @@ TEST_CASE("max sends the gradient to the first maximum", "[autograd][engine]") {
   require_values(grad(x), {0, 1, 0, 1, 0, 0});
   CHECK(argmax(x, 1) == std::vector<int64_t>{1, 0});
   CHECK(argmax(x, 0) == std::vector<int64_t>{1, 0, 1});
+}
+
+// autograd/fast/tensor_numbering.hpp has no switch: it must number tensors
+// exactly as the plain std::unordered_map would (the order of first sight),
+// through its growth from 0 slots to thousands, with pointers that share
+// their low bits (TensorImpls are allocated in blocks of one size).
+TEST_CASE("TensorNumbering numbers tensors as std::unordered_map does", "[autograd][engine]") {
+  fast::TensorNumbering table;
+  std::unordered_map<const TensorImpl*, size_t> plain;
+  std::vector<Tensor> tensors;
+  for (int i = 0; i < 5000; ++i) tensors.push_back(zeros({1}));
+  CHECK(table.find(tensors[0].impl_ptr().get()) == fast::TensorNumbering::npos);
+  // Each tensor offered three times, the repeats interleaved with new ones.
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    for (size_t j : {i, i / 2, i / 3}) {
+      const TensorImpl* t = tensors[j].impl_ptr().get();
+      const bool added = plain.emplace(t, plain.size()).second;
+      REQUIRE(table.insert(t) == added);
+      REQUIRE(table.size() == plain.size());
+    }
+  }
+  for (const auto& [t, number] : plain) REQUIRE(table.find(t) == number);
+  const Tensor stranger = zeros({1});
+  CHECK(table.find(stranger.impl_ptr().get()) == fast::TensorNumbering::npos);
+}
+
+// Gradient stealing (autograd/fast/gradient_stealing.hpp) keeps a gradient
+// nothing else sees without a copy. add hands the same dy to both inputs:
+// neither leaf may keep it without a copy, or writing one leaf's .grad (as
+// an optimizer does) would write the other's.
+TEST_CASE("gradient stealing keeps each leaf's gradient its own, with the copy's bits",
+          "[autograd][engine][fast]") {
+  for (const bool stealing : {true, false}) {
+    INFO("stealing " << stealing);
+    fast::Switches switches = fast::Switches::current();
+    switches.gradient_stealing = stealing;
+    const fast::UseSwitches use(switches);
+    const Tensor x = requires_grad_(from_vector({1, 2, 3}));
+    const Tensor y = requires_grad_(from_vector({4, 5, 6}));
+    backward(sum(add(x, y)));
+    Tensor gx = grad(x);
+    const Tensor gy = grad(y);
+    REQUIRE(gx.storage() != gy.storage());
+    gx.data()[0] = 7;
+    CHECK(grad(y).to_vector() == std::vector<real>{1, 1, 1});
+  }
+  // The same training step both ways: the same bits.
+  std::vector<std::vector<real>> grads;
+  for (const bool stealing : {true, false}) {
+    fast::Switches switches = fast::Switches::current();
+    switches.gradient_stealing = stealing;
+    const fast::UseSwitches use(switches);
+    Generator generator(5);
+    const Tensor w = requires_grad_(randn({3, 4}, generator));
+    const Tensor b = requires_grad_(randn({4}, generator));
+    const Tensor x = randn({5, 3}, generator);
+    backward(sum(mul(tanh(add(matmul(x, w), b)), b)));
+    backward(sum(exp(matmul(x, w))));  // a second backward adds into the kept gradients
+    std::vector<real> both = grad(w).to_vector();
+    for (real v : grad(b).to_vector()) both.push_back(v);
+    grads.push_back(both);
+  }
+  CHECK(grads[0] == grads[1]);
 }

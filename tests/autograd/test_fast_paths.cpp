@@ -73,18 +73,18 @@ TEST_CASE("deferred gradients accumulate over backward calls and with dense ones
   // Fast path: backward twice without zero_grad.
   zero_grad(w);
   backward(once());
-  REQUIRE(autograd_meta(w)->deferred_grad != nullptr);
-  CHECK(autograd_meta(w)->grad != nullptr);  // w * w's part, dense
+  REQUIRE(fast::deferred_gradient_of(w) != nullptr);
+  CHECK(autograd_meta(w)->grad.dense().defined());  // w * w's part, dense
   backward(once());
-  CHECK(autograd_meta(w)->deferred_grad->product_rows() == 4);  // 2 rows, twice
+  CHECK(fast::deferred_gradient_of(w)->product_rows() == 4);  // 2 rows, twice
   const Tensor fast_total = grad(w).clone_data();
-  CHECK(autograd_meta(w)->deferred_grad == nullptr);
+  CHECK(fast::deferred_gradient_of(w) == nullptr);
   // The same on the reference path.
   zero_grad(w);
   {
     const fast::ReferencePath reference;
     backward(once());
-    CHECK(autograd_meta(w)->deferred_grad == nullptr);
+    CHECK(fast::deferred_gradient_of(w) == nullptr);
     backward(once());
   }
   require_close(fast_total, grad(w));
@@ -121,7 +121,7 @@ TEST_CASE("sparse embedding rows: repeated ids add, the padding row gets nothing
   // On the fast path only the 4 rows not at padding wait.
   zero_grad(table);
   backward(f(true)());
-  CHECK(autograd_meta(table)->deferred_grad->table_rows() == 4);
+  CHECK(fast::deferred_gradient_of(table)->table_rows() == 4);
 }
 
 TEST_CASE("DeferredGradient::apply_scaled adds its product in one rounding, as SGD would",

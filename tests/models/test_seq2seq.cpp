@@ -500,7 +500,7 @@ TEST_CASE("GRU weight gradients kept as factors over the steps equal the per-ste
     }
     backward(total);
     // On the fast path the weights' gradients wait as T·B rows of factors.
-    const auto* deferred = autograd_meta(weight_hh)->deferred_grad.get();
+    const auto* deferred = fast::deferred_gradient_of(weight_hh);
     CHECK((deferred != nullptr) == !reference_path);
     if (deferred != nullptr) CHECK(deferred->product_rows() == T * B);
     std::vector<std::vector<real>> result;
@@ -536,12 +536,12 @@ TEST_CASE("sparse embedding gradients give the same SGD step as dense ones", "[s
     sparse_sgd.zero_grad();
     backward(sparse.pair_loss(source, target, true).total);
     // The tables' gradients wait as the rows read: 4 source words, 4 decoder inputs.
-    const AutogradMeta& encoder_table = *autograd_meta(sparse.encoder->embedding->weight);
-    CHECK(encoder_table.grad == nullptr);  // no dense gradient
-    REQUIRE(encoder_table.deferred_grad != nullptr);
-    CHECK(encoder_table.deferred_grad->table_rows() == 4);
+    const Tensor& encoder_table = sparse.encoder->embedding->weight;
+    CHECK_FALSE(autograd_meta(encoder_table)->grad.dense().defined());  // no dense gradient
+    REQUIRE(fast::deferred_gradient_of(encoder_table) != nullptr);
+    CHECK(fast::deferred_gradient_of(encoder_table)->table_rows() == 4);
     sparse_sgd.step();  // plain SGD updates just those rows
-    CHECK(encoder_table.deferred_grad == nullptr);
+    CHECK(fast::deferred_gradient_of(encoder_table) == nullptr);
   }
   CHECK(same_parameters(dense, sparse, 1e-5));
   // The rows never looked up did not move.

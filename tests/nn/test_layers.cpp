@@ -265,7 +265,7 @@ TEST_CASE("a Linear weight's gradient kept as factors equals the reference path'
     const Tensor total = three_steps(fc, x0);
     backward(total);
     // The fast path keeps the weight's gradient as its 3 steps × 2 rows of factors.
-    const auto* deferred = autograd_meta(fc.weight)->deferred_grad.get();
+    const auto* deferred = fast::deferred_gradient_of(fc.weight);
     CHECK((deferred != nullptr) == !reference_path);
     if (deferred != nullptr) CHECK(deferred->product_rows() == 6);
     return std::vector<std::vector<real>>{total.to_vector(), grad(x0).to_vector(),

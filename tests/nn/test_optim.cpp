@@ -284,15 +284,15 @@ void compare_paths(int64_t steps, MakeOptimizer make_optimizer) {
     fast_optimizer->zero_grad();
     fast_model.backward_once(steps);
     // The weights' gradients wait as factors; `shared` got a dense one.
-    CHECK(autograd_meta(fast_model.linear->weight)->deferred_grad != nullptr);
-    CHECK(autograd_meta(fast_model.gru->layers()[0].weight_hh)->deferred_grad != nullptr);
-    CHECK(autograd_meta(fast_model.shared)->deferred_grad == nullptr);
+    CHECK(fast::deferred_gradient_of(fast_model.linear->weight) != nullptr);
+    CHECK(fast::deferred_gradient_of(fast_model.gru->layers()[0].weight_hh) != nullptr);
+    CHECK(fast::deferred_gradient_of(fast_model.shared) == nullptr);
     fast_optimizer->step();
     {
       const fast::ReferencePath reference;
       reference_optimizer->zero_grad();
       reference_model.backward_once(steps);
-      CHECK(autograd_meta(reference_model.linear->weight)->deferred_grad == nullptr);
+      CHECK(fast::deferred_gradient_of(reference_model.linear->weight) == nullptr);
       reference_optimizer->step();
     }
   }
@@ -342,10 +342,10 @@ TEST_CASE("grad() forms a deferred gradient on request, and zero_grad forgets it
   Layers model(8);
   model.backward_once(4);
   const Tensor weight = model.gru->layers()[0].weight_hh;
-  REQUIRE(autograd_meta(weight)->deferred_grad != nullptr);
+  REQUIRE(fast::deferred_gradient_of(weight) != nullptr);
   const Tensor formed_handle = grad(weight);
   REQUIRE(formed_handle.defined());
-  CHECK(autograd_meta(weight)->deferred_grad == nullptr);  // folded into the dense gradient
+  CHECK(fast::deferred_gradient_of(weight) == nullptr);  // folded into the dense gradient
   CHECK(grad(weight).same(formed_handle));
   const Tensor formed = formed_handle.clone_data();
   Layers reference_model(8);

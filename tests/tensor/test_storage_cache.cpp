@@ -16,6 +16,7 @@
 
 #include "attograd.hpp"
 #include "tensor/fast/pool.hpp"
+#include "tensor/fast/storage_cache.hpp"
 
 using namespace attograd;
 
@@ -27,14 +28,14 @@ bool aligned_64(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 64
 
 TEST_CASE("storage cache: a freed block is handed to the next storage of its size class",
           "[storage]") {
-  Storage::release_cache();
+  storage::release_cache();
   const real* first = nullptr;
   {
     Storage storage(1000);
     first = storage.data();
     storage.data()[999] = 1;
   }
-  CHECK(Storage::cached_bytes() > 0);
+  CHECK(storage::cached_bytes() > 0);
   {
     Storage again(1000);
     CHECK(again.data() == first);
@@ -49,8 +50,8 @@ TEST_CASE("storage cache: a freed block is handed to the next storage of its siz
   // A much larger storage is another class: it cannot get the small block.
   Storage larger(100000);
   CHECK(larger.data() != first);
-  Storage::release_cache();
-  CHECK(Storage::cached_bytes() == 0);
+  storage::release_cache();
+  CHECK(storage::cached_bytes() == 0);
 }
 
 TEST_CASE("storage cache: two live storages never share a block", "[storage]") {
@@ -82,19 +83,19 @@ TEST_CASE("storage cache: blocks are 64-byte aligned at every size, new or reuse
 }
 
 TEST_CASE("storage cache: holds at most its limit", "[storage]") {
-  Storage::release_cache();
+  storage::release_cache();
   const int64_t block_bytes = int64_t(64) << 20;  // 64 MiB each
-  const int64_t count = Storage::cache_limit_bytes() / block_bytes + 2;
+  const int64_t count = storage::cache_limit_bytes() / block_bytes + 2;
   {
     std::vector<std::unique_ptr<Storage>> live;
     for (int64_t i = 0; i < count; ++i) {
       live.push_back(std::make_unique<Storage>(block_bytes / int64_t(sizeof(real))));
     }
   }  // all freed: the cache keeps what fits and returns the rest
-  CHECK(Storage::cached_bytes() > 0);
-  CHECK(Storage::cached_bytes() <= Storage::cache_limit_bytes());
-  Storage::release_cache();
-  CHECK(Storage::cached_bytes() == 0);
+  CHECK(storage::cached_bytes() > 0);
+  CHECK(storage::cached_bytes() <= storage::cache_limit_bytes());
+  storage::release_cache();
+  CHECK(storage::cached_bytes() == 0);
 }
 
 TEST_CASE("storage cache: threads allocate and free at once, and free each other's blocks",
@@ -133,31 +134,31 @@ TEST_CASE("storage cache: threads allocate and free at once, and free each other
     }
   }
   handed_over.clear();  // blocks of other threads go into the shared cache
-  CHECK(Storage::cached_bytes() <= Storage::cache_limit_bytes());
+  CHECK(storage::cached_bytes() <= storage::cache_limit_bytes());
 }
 
 TEST_CASE("storage cache: a thread's own blocks go to the shared lists when it ends", "[storage]") {
-  Storage::release_cache();  // this thread's blocks and the shared lists': none left
+  storage::release_cache();  // this thread's blocks and the shared lists': none left
   const real* freed_there = nullptr;
   std::thread worker([&] {
     Storage storage(1000);
     freed_there = storage.data();
   });  // freed into the worker's own blocks, handed over as the worker ends
   worker.join();
-  CHECK(Storage::cached_bytes() > 0);
+  CHECK(storage::cached_bytes() > 0);
   Storage here(1000);
   CHECK(here.data() == freed_there);
 }
 
 TEST_CASE("storage cache: a thread keeps the blocks it frees, and larger ones are shared",
           "[storage]") {
-  Storage::release_cache();
+  storage::release_cache();
   std::vector<std::unique_ptr<Storage>> live;
   for (int i = 0; i < 40; ++i) live.push_back(std::make_unique<Storage>(1000));
   std::vector<const real*> blocks;
   for (const auto& storage : live) blocks.push_back(storage->data());
   live.clear();  // all 40 stay with this thread: a training step's blocks go round its front
-  CHECK(Storage::cached_bytes() >= 40 * 1000 * int64_t(sizeof(real)));
+  CHECK(storage::cached_bytes() >= 40 * 1000 * int64_t(sizeof(real)));
   // A block above the fronts' largest class (16 MiB) goes to the shared lists.
   const int64_t large = (int64_t(32) << 20) / int64_t(sizeof(real));
   const real* large_block = nullptr;
@@ -183,8 +184,8 @@ TEST_CASE("storage cache: a thread keeps the blocks it frees, and larger ones ar
   // This thread gets its own back, the last freed first.
   Storage again(1000);
   CHECK(again.data() == blocks.back());
-  Storage::release_cache();
-  CHECK(Storage::cached_bytes() == 0);
+  storage::release_cache();
+  CHECK(storage::cached_bytes() == 0);
 }
 
 TEST_CASE("storage cache: zeros() is zero even in a recycled block", "[storage]") {
@@ -203,12 +204,12 @@ TEST_CASE("pooled objects are recycled on the thread that frees them", "[tensor]
   struct Small {
     int64_t a = 1, b = 2, c = 3;
   };
-  auto first = make_pooled<Small>();
+  auto first = make_object<Small>();
   const void* address = first.get();
   const size_t before = pool::cached_blocks();
   first.reset();
   CHECK(pool::cached_blocks() == before + 1);
-  auto second = make_pooled<Small>();  // the same size class: the block just freed
+  auto second = make_object<Small>();  // the same size class: the block just freed
   CHECK(static_cast<const void*>(second.get()) == address);
   CHECK(pool::cached_blocks() == before);
   CHECK(second->c == 3);
