@@ -12,8 +12,9 @@
 // chooses the next input, as in half of the real iterations; the untrained
 // model does not stop early, so both run all 8 words).
 //
-// Both are timed on the fast path (as shipped) and on the reference path
-// (fast::ReferencePath, autograd/fast/fast.hpp), and the ratio printed.
+// Both are timed on the fast path (as shipped), on the reference path
+// (fast::ReferencePath, autograd/fast/fast.hpp), and with each mechanism of
+// fast.hpp off alone, the others on.
 //
 // It is reported against two references measured in the same process:
 //   stream — reading every parameter of the model once (the library's SIMD
@@ -34,6 +35,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "attograd.hpp"
@@ -173,6 +175,33 @@ int main(int argc, char** argv) {
         median_seconds(10, [&] { greedy_trainer.train_iteration(++greedy_iteration); });
   }
 
+  // Each mechanism of autograd/fast/fast.hpp off alone, the rest on: what
+  // each saves here (docs/fast_paths.md quotes these lines).
+  struct Mechanism {
+    const char* name;
+    bool fast::Switches::*field;
+  };
+  const Mechanism mechanisms[] = {
+      {"deferred gradients", &fast::Switches::deferred_gradients},
+      {"forward values", &fast::Switches::reuse_forward_values},
+      {"fused ops", &fast::Switches::fused_ops},
+      {"pooling", &fast::Switches::pooling},
+      {"sentence products", &fast::Switches::sentence_products},
+      {"gradient stealing", &fast::Switches::gradient_stealing},
+  };
+  std::vector<std::pair<double, double>> without;
+  for (const Mechanism& mechanism : mechanisms) {
+    fast::Switches switches = fast::Switches::current();
+    switches.*mechanism.field = false;
+    const fast::UseSwitches one_off(switches);
+    for (int i = 0; i < 5; ++i) trainer.train_iteration(++iteration);
+    const double forced = median_seconds(10, [&] { trainer.train_iteration(++iteration); });
+    for (int i = 0; i < 5; ++i) greedy_trainer.train_iteration(++greedy_iteration);
+    const double greedy =
+        median_seconds(10, [&] { greedy_trainer.train_iteration(++greedy_iteration); });
+    without.emplace_back(forced, greedy);
+  }
+
   fmt::print(
       "seq2seq training iteration (H = {}, V_in = {}, V_out = {}, {} parameters, 8 + 8 words, "
       "one thread, {}, {})\n",
@@ -183,6 +212,12 @@ int main(int argc, char** argv) {
              1e3 * reference_step, reference_step / step);
   fmt::print("  reference path, greedy        {:8.3f} ms   fast path = {:4.2f} x its speed\n",
              1e3 * reference_greedy_step, reference_greedy_step / greedy_step);
+  for (size_t m = 0; m < without.size(); ++m) {
+    fmt::print(
+        "  without {:<22}{:8.3f} ms teacher forced ({:+5.1f} %), {:8.3f} ms greedy ({:+5.1f} %)\n",
+        mechanisms[m].name, 1e3 * without[m].first, 100 * (without[m].first / step - 1),
+        1e3 * without[m].second, 100 * (without[m].second / greedy_step - 1));
+  }
   fmt::print("  stream all parameters         {:8.3f} ms   teacher forced = {:4.1f} x this\n",
              1e3 * stream, step / stream);
   fmt::print("  scalar matvec over out        {:8.3f} ms   teacher forced = {:4.1f} x this\n",
