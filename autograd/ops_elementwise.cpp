@@ -196,6 +196,7 @@ Tensor cos(const Tensor& x) { return unary(Unary::cos, "cos", x); }     // dx = 
 Tensor tanh(const Tensor& x) { return unary(Unary::tanh, "tanh", x); }  // dx = dy ⊙ (1 − y²)
 Tensor sigmoid(const Tensor& x) { return unary(Unary::sigmoid, "sigmoid", x); }  // dy ⊙ y(1 − y)
 Tensor relu(const Tensor& x) { return unary(Unary::relu, "relu", x); }  // dy where x > 0, else 0
+Tensor softplus(const Tensor& x) { return unary(Unary::softplus, "softplus", x); }  // dy ⊙ σ(x)
 
 // y = x^p            dx = dy ⊙ p · x^(p−1)
 Tensor pow(const Tensor& x_in, real exponent) {

@@ -4,12 +4,14 @@
 // prefix marks a gradient; every function starts with the shapes it expects.
 // All arrays are contiguous row-major unless a Layout says otherwise.
 //
-// Each kernel exists twice. `kernels::scalar::f` is the plain loop: it is the
-// specification, easy to read and obviously right. `kernels::f` is what the
-// library calls: an xsimd version for the instruction set the library was
-// compiled for (AVX-512, AVX2, SSE, NEON …), or the scalar loop itself when
-// built with -DATTOGRAD_SIMD=OFF. tests/tensor/test_kernels.cpp checks that
-// the two agree at sizes 0, 1, 7, 8, 9, 15, 16, 17, 49 and 10,000.
+// Each kernel exists twice, declared once (tensor/kernels_declarations.hpp,
+// with every kernel's shapes and formula). `kernels::scalar::f` is the plain
+// loop: it is the specification, easy to read and obviously right.
+// `kernels::f` is what the library calls: an xsimd version for the
+// instruction set the library was compiled for (AVX-512, AVX2, SSE, NEON …),
+// or the scalar loop itself when built with -DATTOGRAD_SIMD=OFF.
+// tests/tensor/test_kernels.cpp checks that the two agree at sizes 0, 1, 7,
+// 8, 9, 15, 16, 17, 49 and 10,000.
 #pragma once
 
 #include <cstdint>
@@ -18,7 +20,10 @@
 
 namespace attograd::kernels {
 
-enum class Unary { neg, exp, log, sqrt, sin, cos, tanh, sigmoid, relu };
+// The elementwise functions with a kernel of their own. Each has one entry,
+// UnaryKernel<Unary::f> in tensor/kernels_unary.hpp, with its formula, its
+// SIMD formula and its derivative; `count` ends the list and is no function.
+enum class Unary { neg, exp, log, sqrt, sin, cos, tanh, sigmoid, relu, softplus, count };
 enum class Binary { add, sub, mul, div };
 // How a matrix operand is stored: Normal means A[i][k] = a[i*K + k];
 // Transposed means the array holds Aᵀ, so A[i][k] = a[k*M + i].
@@ -42,142 +47,23 @@ struct AdamStep {
 // Name of the lane width in use, e.g. "avx512bw x16 float" or "scalar".
 const char* simd_description();
 
-// The specification: plain loops, same signatures as below.
+// The specification: plain loops (tensor/kernels_<family>.cpp, namespace scalar).
 namespace scalar {
-void unary_forward(Unary op, real* out, const real* x, int64_t n);
-void unary_backward(Unary op, real* dx, const real* dy, const real* x, const real* y, int64_t n);
-void pow_forward(real* out, const real* x, real p, int64_t n);
-void pow_backward(real* dx, const real* dy, const real* x, real p, int64_t n);
-void binary_forward(Binary op, real* out, const real* a, int64_t a_step, const real* b,
-                    int64_t b_step, int64_t n);
-void binary_rows_forward(Binary op, real* out, const real* a, int64_t a_row_step, const real* b,
-                         int64_t b_row_step, int64_t rows, int64_t n);
-void exp_nonpositive(real* out, const real* x, int64_t n);
-void accumulate(real* out, const real* x, int64_t n);
-void sum_axis_forward(real* out, const real* x, int64_t outer, int64_t n, int64_t inner);
-void column_dots(real* out, const real* a, const real* b, int64_t rows, int64_t cols);
-void max_axis_forward(real* out, int64_t* argmax, const real* x, int64_t outer, int64_t n,
-                      int64_t inner);
-void softmax_forward(real* out, const real* x, int64_t rows, int64_t cols);
-void softmax_backward(real* dx, const real* y, const real* dy, int64_t rows, int64_t cols);
-void log_softmax_forward(real* out, const real* x, int64_t rows, int64_t cols);
-void log_softmax_backward(real* dx, const real* y, const real* dy, int64_t rows, int64_t cols);
-void attention_pool_forward(real* out, real* weights, const real* scores, const real* scale,
-                            int64_t scale_count, const real* values, int64_t B, int64_t Tq,
-                            int64_t Tk, int64_t dv);
-void attention_pool_backward(real* dscores, real* dscale, real* dvalues, const real* dout,
-                             const real* weights, const real* scores, const real* scale,
-                             int64_t scale_count, const real* values, const real* out, int64_t B,
-                             int64_t Tq, int64_t Tk, int64_t dv);
-void matmul_forward(real* c, const real* a, Layout a_layout, const real* b, Layout b_layout,
-                    int64_t M, int64_t K, int64_t N);
-void bmm_forward(real* c, const real* a, Layout a_layout, int64_t a_step, const real* b,
-                 Layout b_layout, int64_t b_step, int64_t batches, int64_t M, int64_t K, int64_t N);
-void add_scaled_product_tn(real* c, real alpha, const real* a, const real* b, int64_t M, int64_t K,
-                           int64_t N);
+#include "tensor/kernels_declarations.hpp"
+
+// The 32-bit draw of element `index` that dropout_mask compares with drop_below.
 uint32_t mask_draw(uint64_t seed, uint64_t index);
-void dropout_mask(real* mask, int64_t n, uint32_t drop_below, real keep, uint64_t seed);
-void adam_step(real* p, real* m, real* v, const real* g, int64_t n, const AdamStep& step);
-double sum_of_squares(const real* x, int64_t n);
-void layer_norm_forward(real* y, real* x_hat, real* rstd, const real* x, const real* weight,
-                        const real* bias, int64_t N, int64_t D, real eps);
-void layer_norm_backward(real* dx, real* dweight, real* dbias, const real* dy, const real* x_hat,
-                         const real* rstd, const real* weight, int64_t N, int64_t D);
 }  // namespace scalar
 
-// out, x: (n).  out = f(x)
-void unary_forward(Unary op, real* out, const real* x, int64_t n);
-// dx, dy, x, y: (n), y = f(x).  dx = dy · f'(x), written (not accumulated)
-void unary_backward(Unary op, real* dx, const real* dy, const real* x, const real* y, int64_t n);
-// out, x: (n).  out = x^p
-void pow_forward(real* out, const real* x, real p, int64_t n);
-// dx = dy · p · x^(p−1)
-void pow_backward(real* dx, const real* dy, const real* x, real p, int64_t n);
-// out: (n); a, b: (n) when their step is 1, one value when it is 0.  out = a ∘ b
-void binary_forward(Binary op, real* out, const real* a, int64_t a_step, const real* b,
-                    int64_t b_step, int64_t n);
-// out: (rows, n); row r of a at a + r·a_row_step, of b at b + r·b_row_step, each n
-// contiguous values (a row step of 0 repeats one row for every r: a row of
-// weights broadcast over the queries).  out[r] = a[r] ∘ b[r], one call for all rows
-void binary_rows_forward(Binary op, real* out, const real* a, int64_t a_row_step, const real* b,
-                         int64_t b_row_step, int64_t rows, int64_t n);
-// out, x: (n), x ≤ 0.  out = eˣ, the exp of the softmax kernels (whose arguments are
-// x − max ≤ 0). In float within 1 ulp of std::exp, with results below the smallest
-// normal number (x < −87.34) flushed to 0 (tensor/kernels_simd.hpp says how); in double
-// xsimd::exp.
-void exp_nonpositive(real* out, const real* x, int64_t n);
-// out, x: (n).  out += x — every gradient accumulation goes through this
-void accumulate(real* out, const real* x, int64_t n);
-// out: (outer, inner); x: (outer, n, inner).  out = Σ over the middle axis
-void sum_axis_forward(real* out, const real* x, int64_t outer, int64_t n, int64_t inner);
-// out: (cols); a, b: (rows, cols).  out[j] = Σ_r a[r][j] · b[r][j] — the sum over
-// the rows of a ⊙ b without forming it: a broadcast factor's gradient in mul's
-// backward, Σ over the broadcast rows of dy ⊙ (the other factor). cols = 1 is
-// one dot product of length rows.
-void column_dots(real* out, const real* a, const real* b, int64_t rows, int64_t cols);
-// out, argmax: (outer, inner); x: (outer, n, inner).  max over the middle axis; argmax is
-// the first index that attains it
-void max_axis_forward(real* out, int64_t* argmax, const real* x, int64_t outer, int64_t n,
-                      int64_t inner);
-// out, x: (rows, cols).  out = exp(x − max) / Σ exp(x − max), row by row
-void softmax_forward(real* out, const real* x, int64_t rows, int64_t cols);
-// dx, y, dy: (rows, cols).  dx = y ⊙ (dy − Σ dy ⊙ y)
-void softmax_backward(real* dx, const real* y, const real* dy, int64_t rows, int64_t cols);
-// out, x: (rows, cols).  out = x − max − log Σ exp(x − max)
-void log_softmax_forward(real* out, const real* x, int64_t rows, int64_t cols);
-// dx, y, dy: (rows, cols), y = log_softmax(x).  dx = dy − exp(y) · Σ dy
-void log_softmax_backward(real* dx, const real* y, const real* dy, int64_t rows, int64_t cols);
-// out: (B,Tq,dv); weights, scores: (B,Tq,Tk); scale: S factors, S = 0 (none; scale
-// may be null), 1 (one for every score) or Tk (one per key, the same for every row);
-// values: (B,Tk,dv).  Attention pooling (tensor/kernels_attention.cpp):
-//   z = scores ⊙ scale,  weights = softmax(z) row by row,  out[b] = weights[b] @ values[b]
-// Tk = 0 pools nothing: out = 0.
-void attention_pool_forward(real* out, real* weights, const real* scores, const real* scale,
-                            int64_t scale_count, const real* values, int64_t B, int64_t Tq,
-                            int64_t Tk, int64_t dv);
-// dscores: (B,Tq,Tk); dscale: (S); dvalues: (B,Tk,dv) — each null when not wanted,
-// written (not accumulated); the inputs as in the forward, out its result:
-//   dα = dout @ valuesᵀ,  dz = α ⊙ (dα − Σ_k α_k dα_k), the sum formed as dout · out
-//   dscores = dz ⊙ scale,  dscale = Σ over the rows of dz ⊙ scores (and over the keys
-//   when S = 1),  dvalues[b] = weights[b]ᵀ @ dout[b]
-void attention_pool_backward(real* dscores, real* dscale, real* dvalues, const real* dout,
-                             const real* weights, const real* scores, const real* scale,
-                             int64_t scale_count, const real* values, const real* out, int64_t B,
-                             int64_t Tq, int64_t Tk, int64_t dv);
-// c: (M,N); a: (M,K) stored per a_layout; b: (K,N) stored per b_layout.  c = a @ b
-void matmul_forward(real* c, const real* a, Layout a_layout, const real* b, Layout b_layout,
-                    int64_t M, int64_t K, int64_t N);
-// c: (B,M,N) contiguous; a: B matrices (M,K), the i-th at a + i·a_step, each stored per
-// a_layout; b likewise (K,N) at b + i·b_step (a step of 0 reuses one matrix).
-// c[i] = a[i] @ b[i], each summed exactly as matmul_forward sums it. One call for the
-// whole batch: many tiny products (attention's (1,K) @ (K,1)) cost one dispatch, not B.
-void bmm_forward(real* c, const real* a, Layout a_layout, int64_t a_step, const real* b,
-                 Layout b_layout, int64_t b_step, int64_t batches, int64_t M, int64_t K, int64_t N);
-// c: (M,N); a: (K,M), read as aᵀ; b: (K,N).  c += α · aᵀ @ b: each entry of the
-// product summed exactly as matmul_forward(aᵀ, b) sums it, then added into c in
-// one rounding: c += α·(aᵀb) without ever writing aᵀb itself.
-void add_scaled_product_tn(real* c, real alpha, const real* a, const real* b, int64_t M, int64_t K,
-                           int64_t N);
-// mask: (n).  mask[i] = 0 where draw(seed, i) < drop_below, else keep: a
-// dropout mask from one seed, element i's draw a 32-bit hash of (seed, i)
-// (scalar::mask_draw; tensor/kernels_random.cpp), the same on every machine
-// and thread count. drop_below = p·2^32 drops each element with probability p.
-void dropout_mask(real* mask, int64_t n, uint32_t drop_below, real keep, uint64_t seed);
-// p, m, v, g: (n).  One Adam step (AdamStep above): p, m and v updated in place from g
-// (tensor/kernels_optim.cpp).
-void adam_step(real* p, real* m, real* v, const real* g, int64_t n, const AdamStep& step);
-// x: (n).  Σ x², summed in double (a gradient norm's total of millions of squares).
-double sum_of_squares(const real* x, int64_t n);
-// x: (N,D) -> y (N,D), x̂ (N,D), rstd (N); weight, bias: (D) or null for none.
-//   μ = mean of a row, r = 1/√(σ² + eps), x̂ = (x − μ)·r, y = x̂·w + b
-// (μ and σ² summed in double; tensor/kernels_norm.cpp)
-void layer_norm_forward(real* y, real* x_hat, real* rstd, const real* x, const real* weight,
-                        const real* bias, int64_t N, int64_t D, real eps);
-// dy, x̂: (N,D), rstd: (N), weight: (D) or null -> dx (N,D), dweight, dbias (D), each
-// skipped when null and overwritten, not accumulated:
-//   dx = r (dx̂ − mean dx̂ − x̂ · mean(dx̂ ⊙ x̂)) with dx̂ = dy ⊙ w;  dw = Σ_rows dy ⊙ x̂;  db = Σ_rows dy
-void layer_norm_backward(real* dx, real* dweight, real* dbias, const real* dy, const real* x_hat,
-                         const real* rstd, const real* weight, int64_t N, int64_t D);
+#if ATTOGRAD_USE_SIMD
+// What the library calls: the xsimd versions, same signatures and formulas.
+#include "tensor/kernels_declarations.hpp"
+#else
+// Built without SIMD (-DATTOGRAD_SIMD=OFF, or a target without FMA),
+// kernels::f is scalar::f itself: no forwarding functions.
+using namespace scalar;
+#endif
+
 // out: (B,N); x: (B,K); weight: (N,K), stored as a Linear layer keeps it (read
 // transposed, no copy); bias: (N) or null for none.  out = x @ weightᵀ + bias
 // (tensor/kernels_affine.cpp: matmul_forward, then the bias row added to each row)

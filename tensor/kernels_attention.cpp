@@ -389,21 +389,6 @@ void attention_pool_backward(real* dscores, real* dscale, real* dvalues, const r
   }
 }
 
-#else  // ATTOGRAD_USE_SIMD off: the library runs the reference loops.
-
-void attention_pool_forward(real* out, real* weights, const real* scores, const real* scale,
-                            int64_t scale_count, const real* values, int64_t B, int64_t Tq,
-                            int64_t Tk, int64_t dv) {
-  scalar::attention_pool_forward(out, weights, scores, scale, scale_count, values, B, Tq, Tk, dv);
-}
-void attention_pool_backward(real* dscores, real* dscale, real* dvalues, const real* dout,
-                             const real* weights, const real* scores, const real* scale,
-                             int64_t scale_count, const real* values, const real* out, int64_t B,
-                             int64_t Tq, int64_t Tk, int64_t dv) {
-  scalar::attention_pool_backward(dscores, dscale, dvalues, dout, weights, scores, scale,
-                                  scale_count, values, out, B, Tq, Tk, dv);
-}
-
-#endif
+#endif  // ATTOGRAD_USE_SIMD; without it kernels::f is scalar::f (tensor/kernels.hpp)
 
 }  // namespace attograd::kernels

@@ -1,87 +1,33 @@
 // tensor/kernels_elementwise.cpp — elementwise kernels (unary, pow, binary,
-// exp_nonpositive, accumulate): the scalar
-// specification first, then the xsimd version that must agree with it.
+// exp_nonpositive, accumulate): the scalar specification first, then the
+// xsimd version that must agree with it. The unary functions' formulas are
+// the entries of tensor/kernels_unary.hpp; the loops here apply them.
 #include <cmath>
 #include <limits>
 #include <string>
 
 #include "tensor/kernels.hpp"
 #include "tensor/kernels_simd.hpp"
+#include "tensor/kernels_unary.hpp"
 
 namespace attograd::kernels {
 
 namespace scalar {
 
-namespace {
-real sigmoid(real x) { return real(1) / (real(1) + std::exp(-x)); }
-}  // namespace
-
+// The formulas are the entries of tensor/kernels_unary.hpp; each loop below
+// is compiled once per entry.
 void unary_forward(Unary op, real* out, const real* x, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    switch (op) {
-      case Unary::neg:
-        out[i] = -x[i];
-        break;
-      case Unary::exp:
-        out[i] = std::exp(x[i]);
-        break;
-      case Unary::log:
-        out[i] = std::log(x[i]);
-        break;
-      case Unary::sqrt:
-        out[i] = std::sqrt(x[i]);
-        break;
-      case Unary::sin:
-        out[i] = std::sin(x[i]);
-        break;
-      case Unary::cos:
-        out[i] = std::cos(x[i]);
-        break;
-      case Unary::tanh:
-        out[i] = std::tanh(x[i]);
-        break;
-      case Unary::sigmoid:
-        out[i] = sigmoid(x[i]);
-        break;
-      case Unary::relu:
-        out[i] = x[i] > 0 ? x[i] : real(0);
-        break;
-    }
-  }
+  with_unary_kernel(op, [&](auto c) {
+    using Kernel = UnaryKernel<decltype(c)::value>;
+    for (int64_t i = 0; i < n; ++i) out[i] = Kernel::forward(x[i]);
+  });
 }
 
 void unary_backward(Unary op, real* dx, const real* dy, const real* x, const real* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    switch (op) {
-      case Unary::neg:
-        dx[i] = -dy[i];
-        break;  // d(−x) = −1
-      case Unary::exp:
-        dx[i] = dy[i] * y[i];
-        break;  // d eˣ = eˣ
-      case Unary::log:
-        dx[i] = dy[i] / x[i];
-        break;  // d ln x = 1/x
-      case Unary::sqrt:
-        dx[i] = dy[i] * real(0.5) / y[i];
-        break;  // d √x = 1/(2√x)
-      case Unary::sin:
-        dx[i] = dy[i] * std::cos(x[i]);
-        break;  // d sin = cos
-      case Unary::cos:
-        dx[i] = -dy[i] * std::sin(x[i]);
-        break;  // d cos = −sin
-      case Unary::tanh:
-        dx[i] = dy[i] * (real(1) - y[i] * y[i]);
-        break;  // 1 − tanh²
-      case Unary::sigmoid:
-        dx[i] = dy[i] * y[i] * (real(1) - y[i]);
-        break;  // σ(1 − σ)
-      case Unary::relu:
-        dx[i] = x[i] > 0 ? dy[i] : real(0);
-        break;  // 1 if x > 0 (0 at 0)
-    }
-  }
+  with_unary_kernel(op, [&](auto c) {
+    using Kernel = UnaryKernel<decltype(c)::value>;
+    for (int64_t i = 0; i < n; ++i) dx[i] = Kernel::backward(dy[i], x[i], y[i]);
+  });
 }
 
 void pow_forward(real* out, const real* x, real p, int64_t n) {
@@ -150,85 +96,21 @@ const char* simd_description() {
 }
 
 void unary_forward(Unary op, real* out, const real* x, int64_t n) {
-  auto apply = [&](auto f) {
+  with_unary_kernel(op, [&](auto c) {
+    using Kernel = UnaryKernel<decltype(c)::value>;
     map(
-        out, n, [&](Batch v, Batch, Batch) { return f(v); }, x);
-  };
-  switch (op) {
-    case Unary::neg:
-      apply([](Batch v) { return -v; });
-      break;
-    case Unary::exp:
-      apply([](Batch v) { return xsimd::exp(v); });
-      break;
-    case Unary::log:
-      apply([](Batch v) { return xsimd::log(v); });
-      break;
-    case Unary::sqrt:
-      apply([](Batch v) { return xsimd::sqrt(v); });
-      break;
-    case Unary::sin:
-      apply([](Batch v) { return xsimd::sin(v); });
-      break;
-    case Unary::cos:
-      apply([](Batch v) { return xsimd::cos(v); });
-      break;
-    case Unary::tanh:
-      apply([](Batch v) { return xsimd::tanh(v); });
-      break;
-    case Unary::sigmoid:
-      apply([](Batch v) { return sigmoid(v); });
-      break;
-    case Unary::relu:
-      apply([](Batch v) { return xsimd::max(v, Batch(real(0))); });
-      break;
-  }
+        out, n, [](Batch v, Batch, Batch) { return Kernel::forward_simd(v); }, x);
+  });
 }
 
+// Only the arrays the derivative reads are loaded; map passes 0 for the other.
 void unary_backward(Unary op, real* dx, const real* dy, const real* x, const real* y, int64_t n) {
-  const Batch one(real(1));
-  switch (op) {
-    case Unary::neg:
-      map(
-          dx, n, [](Batch g, Batch, Batch) { return -g; }, dy);
-      break;
-    case Unary::exp:
-      map(
-          dx, n, [](Batch g, Batch out, Batch) { return g * out; }, dy, y);
-      break;
-    case Unary::log:
-      map(
-          dx, n, [](Batch g, Batch in, Batch) { return g / in; }, dy, x);
-      break;
-    case Unary::sqrt:
-      map(
-          dx, n, [](Batch g, Batch out, Batch) { return g * Batch(real(0.5)) / out; }, dy, y);
-      break;
-    case Unary::sin:
-      map(
-          dx, n, [](Batch g, Batch in, Batch) { return g * xsimd::cos(in); }, dy, x);
-      break;
-    case Unary::cos:
-      map(
-          dx, n, [](Batch g, Batch in, Batch) { return -g * xsimd::sin(in); }, dy, x);
-      break;
-    case Unary::tanh:
-      map(
-          dx, n, [&](Batch g, Batch out, Batch) { return g * (one - out * out); }, dy, y);
-      break;
-    case Unary::sigmoid:
-      map(
-          dx, n, [&](Batch g, Batch out, Batch) { return g * out * (one - out); }, dy, y);
-      break;
-    case Unary::relu:
-      map(
-          dx, n,
-          [](Batch g, Batch in, Batch) {
-            return xsimd::select(in > Batch(real(0)), g, Batch(real(0)));
-          },
-          dy, x);
-      break;
-  }
+  with_unary_kernel(op, [&](auto c) {
+    using Kernel = UnaryKernel<decltype(c)::value>;
+    map(
+        dx, n, [](Batch g, Batch in, Batch out) { return Kernel::backward_simd(g, in, out); }, dy,
+        Kernel::derivative_uses_x ? x : nullptr, Kernel::derivative_uses_y ? y : nullptr);
+  });
 }
 
 void pow_forward(real* out, const real* x, real p, int64_t n) {
@@ -302,29 +184,9 @@ void accumulate(real* out, const real* x, int64_t n) {
       out, n, [](Batch o, Batch v, Batch) { return o + v; }, out, x);
 }
 
-#else  // ATTOGRAD_USE_SIMD off: the library runs the reference loops.
+#else  // ATTOGRAD_USE_SIMD off: kernels::f is scalar::f (tensor/kernels.hpp).
 
 const char* simd_description() { return sizeof(real) == 4 ? "scalar float" : "scalar double"; }
-void exp_nonpositive(real* out, const real* x, int64_t n) { scalar::exp_nonpositive(out, x, n); }
-void unary_forward(Unary op, real* out, const real* x, int64_t n) {
-  scalar::unary_forward(op, out, x, n);
-}
-void unary_backward(Unary op, real* dx, const real* dy, const real* x, const real* y, int64_t n) {
-  scalar::unary_backward(op, dx, dy, x, y, n);
-}
-void pow_forward(real* out, const real* x, real p, int64_t n) { scalar::pow_forward(out, x, p, n); }
-void pow_backward(real* dx, const real* dy, const real* x, real p, int64_t n) {
-  scalar::pow_backward(dx, dy, x, p, n);
-}
-void binary_forward(Binary op, real* out, const real* a, int64_t a_step, const real* b,
-                    int64_t b_step, int64_t n) {
-  scalar::binary_forward(op, out, a, a_step, b, b_step, n);
-}
-void binary_rows_forward(Binary op, real* out, const real* a, int64_t a_row_step, const real* b,
-                         int64_t b_row_step, int64_t rows, int64_t n) {
-  scalar::binary_rows_forward(op, out, a, a_row_step, b, b_row_step, rows, n);
-}
-void accumulate(real* out, const real* x, int64_t n) { scalar::accumulate(out, x, n); }
 
 #endif
 

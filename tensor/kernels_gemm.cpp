@@ -499,12 +499,8 @@ GemmBlocking gemm_blocking() {
 
 void set_gemm_in_place_limit(int64_t bytes) { in_place_limit.store(bytes < 0 ? -1 : bytes); }
 
-#else  // ATTOGRAD_USE_SIMD off: the library runs the reference loop.
+#else  // ATTOGRAD_USE_SIMD off: kernels::gemm is scalar::gemm (tensor/kernels.hpp).
 
-void gemm(real* c, int64_t ldc, MatrixRef a, MatrixRef b, int64_t M, int64_t K, int64_t N,
-          GemmInto into) {
-  scalar::gemm(c, ldc, a, b, M, K, N, into);
-}
 void gemm_serial(real* c, int64_t ldc, MatrixRef a, MatrixRef b, int64_t M, int64_t K, int64_t N,
                  GemmInto into) {
   scalar::gemm(c, ldc, a, b, M, K, N, into);

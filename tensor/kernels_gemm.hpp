@@ -45,12 +45,14 @@ void gemm(real* c, int64_t ldc, MatrixRef a, MatrixRef b, int64_t M, int64_t K, 
           GemmInto into = {});
 }  // namespace scalar
 
+#if ATTOGRAD_USE_SIMD  // without it, kernels::gemm is scalar::gemm (tensor/kernels.hpp)
 // c: (M,N) with row stride ldc; a: (M,K); b: (K,N).  c = a @ b (or c += α·a @ b).
 // Packed panels, a register-blocked micro-kernel, cache blocking; products of
 // at least parallel::min_parallel_work() multiply-adds are split between the
 // threads by column panels or row tiles (the same bits on any thread count).
 void gemm(real* c, int64_t ldc, MatrixRef a, MatrixRef b, int64_t M, int64_t K, int64_t N,
           GemmInto into = {});
+#endif
 
 // The same on the calling thread only (bmm's products, already one per thread).
 void gemm_serial(real* c, int64_t ldc, MatrixRef a, MatrixRef b, int64_t M, int64_t K, int64_t N,

@@ -153,19 +153,6 @@ void gru_gates_backward(real* dgi, real* dgh, real* dh_direct, const real* dh_ne
   }
 }
 
-#else  // ATTOGRAD_USE_SIMD off: the library runs the reference loops.
-
-void gru_gates_forward(real* h_new, real* r, real* z, real* n, real* gh_n, const real* gi,
-                       const real* gh, const real* h, int64_t B, int64_t H) {
-  scalar::gru_gates_forward(h_new, r, z, n, gh_n, gi, gh, h, B, H);
-}
-
-void gru_gates_backward(real* dgi, real* dgh, real* dh_direct, const real* dh_new, const real* r,
-                        const real* z, const real* n, const real* gh_n, const real* h, int64_t B,
-                        int64_t H) {
-  scalar::gru_gates_backward(dgi, dgh, dh_direct, dh_new, r, z, n, gh_n, h, B, H);
-}
-
-#endif
+#endif  // ATTOGRAD_USE_SIMD; without it kernels::f is scalar::f (tensor/kernels.hpp)
 
 }  // namespace attograd::kernels

@@ -30,6 +30,7 @@ void gru_gates_backward(real* dgi, real* dgh, real* dh_direct, const real* dh_ne
                         int64_t H);
 }  // namespace scalar
 
+#if ATTOGRAD_USE_SIMD  // without it, kernels::f is scalar::f (tensor/kernels.hpp)
 // h_new, r, z, n, gh_n, h: (B,H); gi, gh: (B,3H).
 //   r    = σ(gi_r + gh_r)
 //   z    = σ(gi_z + gh_z)
@@ -53,5 +54,6 @@ void gru_gates_forward(real* h_new, real* r, real* z, real* n, real* gh_n, const
 void gru_gates_backward(real* dgi, real* dgh, real* dh_direct, const real* dh_new, const real* r,
                         const real* z, const real* n, const real* gh_n, const real* h, int64_t B,
                         int64_t H);
+#endif
 
 }  // namespace attograd::kernels

@@ -188,22 +188,6 @@ void bmm_forward(real* c, const real* a, Layout a_layout, int64_t a_step, const 
   });
 }
 
-#else  // ATTOGRAD_USE_SIMD off: the library runs the reference loops.
-
-void matmul_forward(real* c, const real* a, Layout a_layout, const real* b, Layout b_layout,
-                    int64_t M, int64_t K, int64_t N) {
-  scalar::matmul_forward(c, a, a_layout, b, b_layout, M, K, N);
-}
-void bmm_forward(real* c, const real* a, Layout a_layout, int64_t a_step, const real* b,
-                 Layout b_layout, int64_t b_step, int64_t batches, int64_t M, int64_t K,
-                 int64_t N) {
-  scalar::bmm_forward(c, a, a_layout, a_step, b, b_layout, b_step, batches, M, K, N);
-}
-void add_scaled_product_tn(real* c, real alpha, const real* a, const real* b, int64_t M, int64_t K,
-                           int64_t N) {
-  scalar::add_scaled_product_tn(c, alpha, a, b, M, K, N);
-}
-
-#endif
+#endif  // ATTOGRAD_USE_SIMD; without it kernels::f is scalar::f (tensor/kernels.hpp)
 
 }  // namespace attograd::kernels

@@ -220,19 +220,6 @@ void vecmat(real* y, const real* x, const real* w, int64_t K, int64_t N, int64_t
   }
 }
 
-#else  // ATTOGRAD_USE_SIMD off: the library runs the reference loops.
-
-void matvec_nt(real* y, const real* x, const real* w, int64_t K, int64_t N, int64_t ldw) {
-  scalar::matvec_nt(y, x, w, K, N, ldw);
-}
-void few_rows_nt(real* y, const real* x, const real* w, int64_t M, int64_t K, int64_t N,
-                 int64_t ldw) {
-  scalar::few_rows_nt(y, x, w, M, K, N, ldw);
-}
-void vecmat(real* y, const real* x, const real* w, int64_t K, int64_t N, int64_t ldw) {
-  scalar::vecmat(y, x, w, K, N, ldw);
-}
-
-#endif
+#endif  // ATTOGRAD_USE_SIMD; without it kernels::f is scalar::f (tensor/kernels.hpp)
 
 }  // namespace attograd::kernels

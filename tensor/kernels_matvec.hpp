@@ -38,6 +38,7 @@ inline void vecmat(real* y, const real* x, const real* w, int64_t K, int64_t N) 
 }
 }  // namespace scalar
 
+#if ATTOGRAD_USE_SIMD  // without it, kernels::f is scalar::f (tensor/kernels.hpp)
 // y: (N); x: (K); w: (N,K).  y = x @ wᵀ, y[j] = Σ_k w[j][k] · x[k]
 // (Linear's forward, the GRU's gate products). Several rows of w per pass
 // share each load of x.
@@ -63,6 +64,7 @@ void vecmat(real* y, const real* x, const real* w, int64_t K, int64_t N, int64_t
 inline void vecmat(real* y, const real* x, const real* w, int64_t K, int64_t N) {
   vecmat(y, x, w, K, N, N);
 }
+#endif
 
 // The matmul_forward cases these kernels cover: a stored normally, and M = 1
 // with b either way, or 2 ≤ M ≤ kFewRows with b stored transposed — c = a @ b

@@ -175,17 +175,6 @@ void layer_norm_backward(real* dx, real* dweight, real* dbias, const real* dy, c
   }
 }
 
-#else  // ATTOGRAD_USE_SIMD off: the library runs the reference loops.
-
-void layer_norm_forward(real* y, real* x_hat, real* rstd, const real* x, const real* weight,
-                        const real* bias, int64_t N, int64_t D, real eps) {
-  scalar::layer_norm_forward(y, x_hat, rstd, x, weight, bias, N, D, eps);
-}
-void layer_norm_backward(real* dx, real* dweight, real* dbias, const real* dy, const real* x_hat,
-                         const real* rstd, const real* weight, int64_t N, int64_t D) {
-  scalar::layer_norm_backward(dx, dweight, dbias, dy, x_hat, rstd, weight, N, D);
-}
-
-#endif
+#endif  // ATTOGRAD_USE_SIMD; without it kernels::f is scalar::f (tensor/kernels.hpp)
 
 }  // namespace attograd::kernels

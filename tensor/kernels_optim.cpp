@@ -72,13 +72,6 @@ double sum_of_squares(const real* x, int64_t n) {
   return xsimd::hadd(total0 + total1) + scalar::sum_of_squares(x + i, n - i);
 }
 
-#else  // ATTOGRAD_USE_SIMD off: the library runs the reference loops.
-
-void adam_step(real* p, real* m, real* v, const real* g, int64_t n, const AdamStep& step) {
-  scalar::adam_step(p, m, v, g, n, step);
-}
-double sum_of_squares(const real* x, int64_t n) { return scalar::sum_of_squares(x, n); }
-
-#endif
+#endif  // ATTOGRAD_USE_SIMD; without it kernels::f is scalar::f (tensor/kernels.hpp)
 
 }  // namespace attograd::kernels

@@ -78,12 +78,6 @@ void dropout_mask(real* mask, int64_t n, uint32_t drop_below, real keep, uint64_
   }
 }
 
-#else  // ATTOGRAD_USE_SIMD off: the library runs the reference loop.
-
-void dropout_mask(real* mask, int64_t n, uint32_t drop_below, real keep, uint64_t seed) {
-  scalar::dropout_mask(mask, n, drop_below, keep, seed);
-}
-
-#endif
+#endif  // ATTOGRAD_USE_SIMD; without it kernels::f is scalar::f (tensor/kernels.hpp)
 
 }  // namespace attograd::kernels

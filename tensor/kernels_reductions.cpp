@@ -112,19 +112,6 @@ void max_axis_forward(real* out, int64_t* argmax, const real* x, int64_t outer, 
   }
 }
 
-#else  // ATTOGRAD_USE_SIMD off: the library runs the reference loops.
-
-void sum_axis_forward(real* out, const real* x, int64_t outer, int64_t n, int64_t inner) {
-  scalar::sum_axis_forward(out, x, outer, n, inner);
-}
-void column_dots(real* out, const real* a, const real* b, int64_t rows, int64_t cols) {
-  scalar::column_dots(out, a, b, rows, cols);
-}
-void max_axis_forward(real* out, int64_t* argmax, const real* x, int64_t outer, int64_t n,
-                      int64_t inner) {
-  scalar::max_axis_forward(out, argmax, x, outer, n, inner);
-}
-
-#endif
+#endif  // ATTOGRAD_USE_SIMD; without it kernels::f is scalar::f (tensor/kernels.hpp)
 
 }  // namespace attograd::kernels

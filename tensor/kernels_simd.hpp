@@ -17,8 +17,10 @@
 //   kernels_optim.cpp        Adam's step, Σ x² in double
 //   kernels_random.cpp       dropout masks
 //
-// each with its scalar specification (`kernels::scalar::`) at the top and a
-// forwarding line per kernel for builds without SIMD at the end.
+// each with its scalar specification (`kernels::scalar::`) at the top and its
+// xsimd versions inside `#if ATTOGRAD_USE_SIMD` (without SIMD, kernels::f is
+// scalar::f: tensor/kernels.hpp). The unary functions' formulas are in
+// kernels_unary.hpp.
 //
 // Two pitfalls of xsimd 8.1 on AVX-512 live here, each beside its helper:
 // `fma` is not fused there (simd::fma below), and the 16-float `haddp` mixes

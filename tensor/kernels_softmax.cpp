@@ -308,21 +308,6 @@ void log_softmax_backward(real* dx, const real* y, const real* dy, int64_t rows,
   }
 }
 
-#else  // ATTOGRAD_USE_SIMD off: the library runs the reference loops.
-
-void softmax_forward(real* out, const real* x, int64_t rows, int64_t cols) {
-  scalar::softmax_forward(out, x, rows, cols);
-}
-void softmax_backward(real* dx, const real* y, const real* dy, int64_t rows, int64_t cols) {
-  scalar::softmax_backward(dx, y, dy, rows, cols);
-}
-void log_softmax_forward(real* out, const real* x, int64_t rows, int64_t cols) {
-  scalar::log_softmax_forward(out, x, rows, cols);
-}
-void log_softmax_backward(real* dx, const real* y, const real* dy, int64_t rows, int64_t cols) {
-  scalar::log_softmax_backward(dx, y, dy, rows, cols);
-}
-
-#endif
+#endif  // ATTOGRAD_USE_SIMD; without it kernels::f is scalar::f (tensor/kernels.hpp)
 
 }  // namespace attograd::kernels

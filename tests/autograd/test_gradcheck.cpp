@@ -171,6 +171,8 @@ std::vector<GradcheckRow> gradcheck_table() {
       "relu", [](const Inputs& x) { return relu(x[0]); }, off_zero_values,
       "kink at 0: inputs moved off it, |x| >= 0.1 with random signs");
   unary(
+      "softplus", [](const Inputs& x) { return softplus(x[0]); }, any_values, "smooth");
+  unary(
       "pow: p = 3", [](const Inputs& x) { return pow(x[0], real(3)); }, any_values,
       "integer power, any sign");
   unary(

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "tensor/kernels.hpp"
+#include "tensor/kernels_unary.hpp"
 #include "tensor/random.hpp"
 
 using namespace attograd;
@@ -27,6 +28,15 @@ namespace {
 
 constexpr double kTolerance = sizeof(real) == 4 ? 1e-5 : 1e-12;
 const std::vector<int64_t> kSizes = {0, 1, 7, 8, 9, 15, 16, 17, 49, 10000};
+// Every size up to two registers of 16 floats and one past (so every remainder
+// n mod W and every short row for any W ≤ 16), then 49 and 10,000.
+const std::vector<int64_t> kEverySize = [] {
+  std::vector<int64_t> sizes;
+  for (int64_t n = 0; n <= 33; ++n) sizes.push_back(n);
+  sizes.push_back(49);
+  sizes.push_back(10000);
+  return sizes;
+}();
 
 using Values = std::vector<real>;
 
@@ -68,30 +78,6 @@ void check_equal(const std::string& what, const Values& simd, const Values& refe
   check_close(what, simd, reference, [](size_t) { return 0.0; });
 }
 
-const char* name_of(k::Unary op) {
-  switch (op) {
-    case k::Unary::neg:
-      return "neg";
-    case k::Unary::exp:
-      return "exp";
-    case k::Unary::log:
-      return "log";
-    case k::Unary::sqrt:
-      return "sqrt";
-    case k::Unary::sin:
-      return "sin";
-    case k::Unary::cos:
-      return "cos";
-    case k::Unary::tanh:
-      return "tanh";
-    case k::Unary::sigmoid:
-      return "sigmoid";
-    case k::Unary::relu:
-      return "relu";
-  }
-  return "?";
-}
-
 const char* name_of(k::Binary op) {
   switch (op) {
     case k::Binary::add:
@@ -106,10 +92,6 @@ const char* name_of(k::Binary op) {
   return "?";
 }
 
-bool rounds_exactly(k::Unary op) {
-  return op == k::Unary::neg || op == k::Unary::sqrt || op == k::Unary::relu;
-}
-
 }  // namespace
 
 TEST_CASE("the SIMD kernels describe their lane width", "[kernels]") {
@@ -118,18 +100,21 @@ TEST_CASE("the SIMD kernels describe their lane width", "[kernels]") {
   CHECK(description.find(sizeof(real) == 4 ? "float" : "double") != std::string::npos);
 }
 
+// Every entry of tensor/kernels_unary.hpp at every size of kEverySize: the
+// entry's flags say which inputs it takes and where it must agree bit for bit.
 TEST_CASE("unary kernels: SIMD equals scalar, forward and backward", "[kernels]") {
   Generator generator(1);
-  for (k::Unary op : {k::Unary::neg, k::Unary::exp, k::Unary::log, k::Unary::sqrt, k::Unary::sin,
-                      k::Unary::cos, k::Unary::tanh, k::Unary::sigmoid, k::Unary::relu}) {
-    const bool positive_only = op == k::Unary::log || op == k::Unary::sqrt;
-    for (int64_t n : kSizes) {
-      const std::string what = fmt::format("{} n={}", name_of(op), n);
-      const Values x = positive_only ? draw(n, 0.05, 5, generator) : draw(n, -5, 5, generator);
+  k::for_each_unary([&](auto c) {
+    constexpr k::Unary op = decltype(c)::value;
+    using Kernel = k::UnaryKernel<op>;
+    for (int64_t n : kEverySize) {
+      const std::string what = fmt::format("{} n={}", Kernel::name, n);
+      const Values x =
+          Kernel::positive_inputs_only ? draw(n, 0.05, 5, generator) : draw(n, -5, 5, generator);
       Values y_simd(n), y_scalar(n);
       k::unary_forward(op, y_simd.data(), x.data(), n);
       k::scalar::unary_forward(op, y_scalar.data(), x.data(), n);
-      if (rounds_exactly(op)) {
+      if (Kernel::forward_rounds_exactly) {
         check_equal(what + " forward", y_simd, y_scalar);
       } else {
         check_close(what + " forward", y_simd, y_scalar,
@@ -140,13 +125,38 @@ TEST_CASE("unary kernels: SIMD equals scalar, forward and backward", "[kernels]"
       Values dx_simd(n), dx_scalar(n);
       k::unary_backward(op, dx_simd.data(), dy.data(), x.data(), y_scalar.data(), n);
       k::scalar::unary_backward(op, dx_scalar.data(), dy.data(), x.data(), y_scalar.data(), n);
-      if (op == k::Unary::neg || op == k::Unary::relu) {
+      if (Kernel::backward_rounds_exactly) {
         check_equal(what + " backward", dx_simd, dx_scalar);
       } else {
         check_close(what + " backward", dx_simd, dx_scalar, [&](size_t i) {
           return kTolerance * (std::abs(dx_scalar[i]) + std::abs(dy[i]));
         });
       }
+    }
+  });
+}
+
+// softplus's stable form: no overflow where e^x does, ln 2 at 0, and the
+// textbook ln(1 + eˣ) where that is exact enough. The slope σ(x) saturates
+// to 0 and 1.
+TEST_CASE("softplus stays finite where ln(1 + eˣ) overflows", "[kernels]") {
+  const Values x = {-1000, -30, -1, 0, 1, 30, 1000};
+  for (bool simd : {true, false}) {
+    INFO((simd ? "SIMD" : "scalar"));
+    Values y(x.size()), dx(x.size());
+    const Values dy(x.size(), real(1));
+    const auto forward = simd ? k::unary_forward : k::scalar::unary_forward;
+    const auto backward = simd ? k::unary_backward : k::scalar::unary_backward;
+    forward(k::Unary::softplus, y.data(), x.data(), int64_t(x.size()));
+    backward(k::Unary::softplus, dx.data(), dy.data(), x.data(), y.data(), int64_t(x.size()));
+    CHECK(y[0] == 0);
+    CHECK(y[6] == 1000);
+    CHECK(dx[0] == 0);
+    CHECK(dx[6] == 1);
+    CHECK(y[3] == Approx(std::log(2.0)).epsilon(kTolerance));
+    for (size_t i : {size_t(1), size_t(2), size_t(4), size_t(5)}) {
+      CHECK(y[i] == Approx(std::log1p(std::exp(double(x[i])))).epsilon(kTolerance));
+      CHECK(dx[i] == Approx(1 / (1 + std::exp(-double(x[i])))).epsilon(kTolerance));
     }
   }
 }
