@@ -93,8 +93,8 @@ figures=(
   docs/tour.md "It prints g = 24.7041, dg/da = 138.8338, dg/db = 645.5773"
   "build/examples/autograd_basics --dot out/micrograd.dot" "24\.7041.*138\.8338.*645\.5773"
 
-  docs/tour.md "error: DetectAnomaly: forward op 'linear'"
-  "--lr 1e30 --detect-anomaly" "error: DetectAnomaly: forward op 'linear'.*produced nan.*exit 2"
+  docs/tour.md "error: DetectAnomaly: forward op 'gru_sequence'"
+  "--lr 1e30 --detect-anomaly" "error: DetectAnomaly: forward op 'gru_sequence'.*produced nan.*exit 2"
 
   README.md "| \`i'm home .\` | \`je suis chez moi .\` — BLEU 1.000 | \`je suis chez moi .\` — 1.000 |"
   "translate translate --recipe batched" "je suis chez moi \."
