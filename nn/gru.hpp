@@ -13,10 +13,12 @@
 //   z  = σ(W_iz x + b_iz + W_hz h + b_hz)          update gate
 //   n  = tanh(W_in x + b_in + r ⊙ (W_hn h + b_hn))  candidate state
 //   h' = (1 − z) ⊙ n + z ⊙ h
-// Each step is one fused graph node, gru_cell (autograd/ops_gru.cpp); docs/gru.md
-// has the derivation of its backward. forward() over a whole sequence first
+// A single step (GRUCell, or GRU::step) is one fused graph node, gru_cell
+// (autograd/ops_gru.cpp); docs/gru.md has the derivation of its backward.
+// forward() over a whole sequence records one gru_sequence node per layer: it
 // projects every step's input at once, X W_ihᵀ + b_ih as one (T·B,I) @ (I,3H)
-// product, and its steps (gru_cell_projected) take their rows of it.
+// product, runs the steps over their rows of it, and its backward forms each
+// weight's gradient as one product over the sequence.
 //
 // Parameters have PyTorch's names and layouts, so state dicts carry over
 // unchanged: GRUCell has weight_ih (3H,I), weight_hh (3H,H), bias_ih (3H),
