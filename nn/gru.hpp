@@ -14,9 +14,9 @@
 //   n  = tanh(W_in x + b_in + r ⊙ (W_hn h + b_hn))  candidate state
 //   h' = (1 − z) ⊙ n + z ⊙ h
 // Each step is one fused graph node, gru_cell (autograd/ops_gru.cpp); docs/gru.md
-// has the derivation of its backward. forward() over a whole sequence first
-// projects every step's input at once, X W_ihᵀ + b_ih as one (T·B,I) @ (I,3H)
-// product, and its steps (gru_cell_projected) take their rows of it.
+// has the derivation of its backward. forward() over a whole sequence runs
+// each layer as one gru_sequence node, which projects every step's input at
+// once, X W_ihᵀ + b_ih as one (T·B,I) @ (I,3H) product.
 //
 // Parameters have PyTorch's names and layouts, so state dicts carry over
 // unchanged: GRUCell has weight_ih (3H,I), weight_hh (3H,H), bias_ih (3H),

@@ -413,21 +413,6 @@ std::vector<GradcheckRow> gradcheck_table() {
        {{any_values({2, 3}), any_values({2, 4}), any_values({12, 3}), any_values({12, 4})}},
        "smooth"});
 
-  rows.push_back(
-      {"gru_cell_projected: the input's projection given, two steps sharing W_hh",
-       [](const Inputs& x) {
-         Tensor h = x[1];
-         for (int t = 0; t < 2; ++t) h = gru_cell_projected(select(x[0], 0, t), h, x[2], x[3]);
-         return h;
-       },
-       {{any_values({2, 2, 12}), any_values({2, 4}), any_values({12, 4}), any_values({12})},
-        {any_values({2, 1, 27}), any_values({1, 9}), any_values({27, 9}), any_values({27})}},
-       "smooth; W_hh's gradient is the sum of two products"});
-  rows.push_back({"gru_cell_projected: without a bias",
-                  [](const Inputs& x) { return gru_cell_projected(x[0], x[1], x[2], Tensor()); },
-                  {{any_values({3, 15}), any_values({3, 5}), any_values({15, 5})}},
-                  "smooth"});
-
   rows.push_back({"gru_sequence",
                   [](const Inputs& x) { return gru_sequence(x[0], x[1], x[2], x[3], x[4], x[5]); },
                   {{any_values({3, 2, 4}), any_values({2, 5}), any_values({15, 4}),
