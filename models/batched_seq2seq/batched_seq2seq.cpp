@@ -1,27 +1,20 @@
-// models/batched_seq2seq.cpp — the batched Bahdanau encoder–decoder, its
-// training loop and translation (the maths is in the header; beam search
-// is in batched_beam_decoder.cpp).
-#include "models/batched_seq2seq.hpp"
+// models/batched_seq2seq/batched_seq2seq.cpp — the batched Bahdanau
+// encoder–decoder (the maths is in the header; beam search is in
+// beam_decoder.cpp, training and translation in
+// models/translation/batched_translator.cpp).
+#include "models/batched_seq2seq/batched_seq2seq.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
-#include <map>
-#include <numeric>
-#include <optional>
 
 #include "autograd/ops.hpp"
-#include "models/batched_beam_decoder.hpp"
-#include "models/text/normalize.hpp"
-#include "nn/data_parallel.hpp"
-#include "nn/init.hpp"
-#include "nn/loss.hpp"
-#include "nn/optim.hpp"
 #include "tensor/error.hpp"
 #include "tensor/factory.hpp"
 
 namespace attograd::batched_seq2seq {
+
+using translation::xavier_init_weights;
 
 namespace {
 
@@ -208,21 +201,6 @@ Tensor BatchedSeq2Seq::forward(const text::PaddedArray& source,
   return decoder->forward(decoder_inputs, decoder_shape, state);
 }
 
-// source, target: (B,T) -> (B)
-Tensor BatchedTranslator::loss(const text::PaddedArray& source, const text::PaddedArray& target) {
-  const int64_t B = target.rows, T = target.num_steps;
-  check(source.rows == B, "{} loss: {} source sentences but {} targets; a batch pairs them up",
-        type_name(), source.rows, B);
-  // Teacher forcing: step t reads the true token t − 1, step 0 reads <bos>.
-  std::vector<int64_t> inputs(static_cast<size_t>(B * T));
-  for (int64_t b = 0; b < B; ++b) {
-    inputs[b * T] = kBos;
-    for (int64_t t = 1; t < T; ++t) inputs[b * T + t] = target.at(b, t - 1);
-  }
-  const Tensor logits = forward(source, inputs, {B, T});
-  return nn::sequence_cross_entropy(logits, target.ids, target.valid_lengths);
-}
-
 EncoderOutput BatchedSeq2Seq::encode_sentence(const std::vector<int64_t>& source_ids,
                                               int64_t num_steps) {
   check(num_steps >= 1, "BatchedSeq2Seq: num_steps is {}; it must be at least 1", num_steps);
@@ -266,209 +244,6 @@ std::string BatchedSeq2Seq::extra_repr() const {
   return fmt::format("embed_size={}, hidden_size={}, num_layers={}, dropout={}",
                      options_.embed_size(), options_.hidden_size(), options_.num_layers(),
                      options_.dropout());
-}
-
-void xavier_init_weights(nn::Module& module, Generator& generator) {
-  if (auto* linear = dynamic_cast<nn::Linear*>(&module)) {
-    nn::xavier_uniform_(linear->weight, 1.0, generator);
-  } else if (auto* gru = dynamic_cast<nn::GRU*>(&module)) {
-    for (const nn::GRU::LayerWeights& layer : gru->layers()) {
-      Tensor weight_ih = layer.weight_ih, weight_hh = layer.weight_hh;
-      nn::xavier_uniform_(weight_ih, 1.0, generator);
-      nn::xavier_uniform_(weight_hh, 1.0, generator);
-    }
-  }
-  for (const auto& [name, child] : module.children()) xavier_init_weights(*child, generator);
-}
-
-// ---------------------------------------------------------------- training
-
-namespace {
-
-// The replicas' models beside `model` (none for one replica), their dropout
-// generators seeded from the training's seed.
-std::vector<std::shared_ptr<nn::Module>> make_copies(const BatchedTranslator& model,
-                                                     int64_t replicas, uint64_t seed) {
-  Generator generator(seed);
-  std::vector<std::shared_ptr<nn::Module>> copies;
-  for (int64_t r = 1; r < replicas; ++r) copies.push_back(model.replica(generator));
-  return copies;
-}
-
-// Σ_b loss_b over the batch, its gradient left in the model's parameters:
-// replica r takes its part of the rows (nn::DataParallel::part), sums its
-// pairs' losses and runs its backward; the parts' totals are added in
-// replica order.
-double replicated_loss(nn::DataParallel& replicas, const text::TranslationBatch& batch) {
-  const int64_t count = replicas.replicas();
-  std::vector<double> totals(static_cast<size_t>(count), 0.0);
-  replicas.run([&](int64_t replica, nn::Module& module) {
-    auto& model = static_cast<BatchedTranslator&>(module);
-    Tensor total;
-    if (count == 1) {
-      total = sum(model.loss(batch.source, batch.target));
-    } else {
-      const auto [begin, end] = nn::DataParallel::part(batch.source.rows, replica, count);
-      if (begin == end) return;  // a last batch with fewer pairs than replicas
-      std::vector<int64_t> rows(static_cast<size_t>(end - begin));
-      std::iota(rows.begin(), rows.end(), begin);
-      total = sum(
-          model.loss(text::gather_rows(batch.source, rows), text::gather_rows(batch.target, rows)));
-    }
-    backward(total);
-    totals[static_cast<size_t>(replica)] = static_cast<double>(total.item());
-  });
-  return std::accumulate(totals.begin(), totals.end(), 0.0);
-}
-
-}  // namespace
-
-TrainingReport train(BatchedTranslator& model, const text::BatchedData& data,
-                     const BatchedTrainingOptions& options,
-                     const std::function<void(const EpochReport&)>& on_epoch) {
-  check(options.epochs() >= 0 && options.batch_size() >= 1 && options.lr() > 0 &&
-            options.clip_norm() > 0,
-        "batched_seq2seq::train: epochs ({}) must be >= 0, batch_size ({}) >= 1, and lr ({}) "
-        "and clip_norm ({}) positive",
-        options.epochs(), options.batch_size(), options.lr(), options.clip_norm());
-  check(options.replicas() >= 1 && options.replicas() <= options.batch_size(),
-        "batched_seq2seq::train: {} replicas for batches of {} pairs; each replica takes a part "
-        "of every batch, so give between 1 and the batch size",
-        options.replicas(), options.batch_size());
-  check(data.source.rows >= 1, "batched_seq2seq::train: there are no training pairs");
-  check(data.source_vocabulary.size() == model.source_vocabulary_size() &&
-            data.target_vocabulary.size() == model.target_vocabulary_size(),
-        "batched_seq2seq::train: the data's vocabularies ({} source, {} target words) do not "
-        "match the model's ({} and {})",
-        data.source_vocabulary.size(), data.target_vocabulary.size(),
-        model.source_vocabulary_size(), model.target_vocabulary_size());
-  model.train();
-  nn::Adam adam(model.named_parameters(), nn::AdamOptions(options.lr()));
-  nn::LRScheduler scheduler(adam, options.lr_schedule());
-  const std::vector<Tensor> parameters = model.parameters();
-  nn::DataParallel replicas(model, make_copies(model, options.replicas(), options.seed()));
-  text::BatchIterator batches(data.source, data.target, options.batch_size(), options.seed());
-  TrainingReport report;
-  report.replicas = options.replicas();
-  using Clock = std::chrono::steady_clock;
-  for (int64_t epoch = 1; epoch <= options.epochs(); ++epoch) {
-    const Clock::time_point start = Clock::now();
-    double loss_sum = 0;
-    int64_t tokens = 0;
-    EpochReport epoch_report;
-    batches.start_epoch();
-    while (const std::optional<text::TranslationBatch> batch = batches.next()) {
-      adam.zero_grad();
-      const double total = replicated_loss(replicas, *batch);
-      nn::clip_grad_norm(parameters, options.clip_norm(), /*error_if_nonfinite=*/true);
-      adam.step();
-      const int64_t batch_tokens = std::accumulate(batch->target.valid_lengths.begin(),
-                                                   batch->target.valid_lengths.end(), int64_t{0});
-      if (tokens == 0 && batch_tokens > 0) {
-        epoch_report.first_batch_loss = total / static_cast<double>(batch_tokens);
-      }
-      loss_sum += total;
-      tokens += batch_tokens;
-    }
-    epoch_report.epoch = epoch;
-    epoch_report.loss = tokens > 0 ? loss_sum / static_cast<double>(tokens) : 0;
-    epoch_report.tokens = tokens;
-    epoch_report.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    report.epochs.push_back(epoch_report);
-    report.final_loss = epoch_report.loss;
-    report.tokens += tokens;
-    report.seconds += epoch_report.seconds;
-    epoch_report.lr = adam.lr();
-    scheduler.step();
-    if (on_epoch) on_epoch(epoch_report);
-  }
-  return report;
-}
-
-// ---------------------------------------------------------------- translating
-
-SentenceTranslation translate_sentence(BatchedTranslator& model,
-                                       const text::Vocabulary& source_vocabulary,
-                                       const text::Vocabulary& target_vocabulary,
-                                       std::string_view sentence, int64_t num_steps,
-                                       const decoding::BeamSearchOptions& beam) {
-  check(num_steps >= 2,
-        "translate_sentence: num_steps is {}; it must be at least 2 (a word and <eos>)", num_steps);
-  const std::optional<std::string> normalized = text::preprocess_d2l(sentence);
-  check(normalized.has_value(), "translate_sentence: the sentence is not valid UTF-8 (byte {})",
-        text::first_invalid_utf8(sentence).value_or(0));
-  std::vector<std::string> words = text::split_words(*normalized);
-  check(!words.empty(), "translate_sentence: the sentence '{}' has no words", sentence);
-  SentenceTranslation translation;
-  const auto readable = static_cast<size_t>(num_steps - 1);
-  if (words.size() > readable) {
-    translation.dropped_words = static_cast<int64_t>(words.size() - readable);
-    words.resize(readable);
-  }
-  text::Encoded encoded = source_vocabulary.encode(words);
-  encoded.ids.push_back(kEos);
-  translation.source_words = std::move(words);
-  translation.unknown_words = encoded.unknown_count;
-  std::vector<decoding::Hypothesis> hypotheses;
-  if (beam.beam_size() == 1) {
-    decoding::check_options(beam);
-    translation.prediction = model.predict(encoded.ids, num_steps);
-    hypotheses.push_back(to_hypothesis(translation.prediction, beam.length_penalty()));
-  } else {
-    hypotheses = model.beam_predict(encoded.ids, num_steps, beam);
-    translation.prediction = to_prediction(hypotheses.front());
-  }
-  translation.output_words = target_vocabulary.decode(translation.prediction.ids);
-  translation.nbest = decoding::in_words(hypotheses, target_vocabulary);
-  return translation;
-}
-
-const std::vector<ReferencePair>& textbook_test_pairs() {
-  static const std::vector<ReferencePair> pairs = {{"go .", "va !"},
-                                                   {"i lost .", "j'ai perdu ."},
-                                                   {"he's calm .", "il est calme ."},
-                                                   {"i'm home .", "je suis chez moi ."}};
-  return pairs;
-}
-
-Evaluation evaluate(BatchedTranslator& model, const text::Vocabulary& source_vocabulary,
-                    const text::Vocabulary& target_vocabulary,
-                    const std::vector<text::SentencePair>& pairs, int64_t num_steps,
-                    const decoding::BeamSearchOptions& beam) {
-  Evaluation evaluation;
-  std::map<std::string, size_t> index_of;  // source sentence -> its entry in evaluation.pairs
-  for (const text::SentencePair& pair : pairs) {
-    const auto [position, inserted] = index_of.emplace(pair.source, evaluation.pairs.size());
-    if (inserted) evaluation.pairs.push_back({pair.source, {}, "", 0, {}});
-    evaluation.pairs[position->second].references.push_back(pair.target);
-  }
-  std::vector<std::vector<text::Words>> references;
-  std::vector<text::Words> hypotheses;
-  double bleu_sum = 0;
-  for (EvaluatedPair& pair : evaluation.pairs) {
-    const SentenceTranslation translation = translate_sentence(
-        model, source_vocabulary, target_vocabulary, pair.source, num_steps, beam);
-    pair.output = text::join_words(translation.output_words);
-    pair.nbest = translation.nbest;
-    for (const std::string& reference : pair.references) {
-      pair.sentence_bleu =
-          std::max(pair.sentence_bleu, text::d2l_sentence_bleu(pair.output, reference, 2));
-    }
-    bleu_sum += pair.sentence_bleu;
-    evaluation.unknown_words += translation.unknown_words;
-    evaluation.dropped_words += translation.dropped_words;
-    std::vector<text::Words> sentence_references;
-    for (const std::string& reference : pair.references) {
-      sentence_references.push_back(text::split_words(reference));
-    }
-    references.push_back(std::move(sentence_references));
-    hypotheses.push_back(translation.output_words);
-  }
-  evaluation.corpus = text::corpus_bleu_details(references, hypotheses);
-  if (!evaluation.pairs.empty()) {
-    evaluation.mean_sentence_bleu = bleu_sum / static_cast<double>(evaluation.pairs.size());
-  }
-  return evaluation;
 }
 
 }  // namespace attograd::batched_seq2seq

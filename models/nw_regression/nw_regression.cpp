@@ -1,7 +1,7 @@
-// models/nw_regression.cpp — the data, the four estimators, and the
+// models/nw_regression/nw_regression.cpp — the data, the four estimators, and the
 // leave-one-out SGD training of the learned attention width (see the header
 // for the maths).
-#include "models/nw_regression.hpp"
+#include "models/nw_regression/nw_regression.hpp"
 
 #include <fmt/format.h>
 
