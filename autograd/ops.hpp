@@ -115,6 +115,19 @@ Tensor masked_softmax(const Tensor& scores, const std::vector<int64_t>& valid_le
 // Tk everywhere (none). Checks them and throws naming `who` otherwise.
 std::vector<int64_t> masked_softmax_row_lengths(const std::string& who, const Shape& scores,
                                                 const std::vector<int64_t>& valid_lens);
+// Attention pooling, softmax over the keys then the weighted sum of the
+// values (autograd/ops_softmax.cpp): scores (B,Tq,Tk), values (B,Tk,dv),
+// scale undefined, one number or (Tk) -> (B,Tq,dv)
+//
+//   α = softmax(scores ⊙ scale, 2)      out = bmm(α, values)
+//
+// The scale is an inverse temperature (Nadaraya–Watson's learned w², a
+// Transformer's 1/√d). `weights`, when given, receives α (B,Tq,Tk) without
+// history. Recorded as one fused node (autograd/fast/fused.hpp), or, with
+// fast::set_fused_ops(false), as mul, softmax and bmm; the two agree to
+// float rounding.
+Tensor attention_pool(const Tensor& scores, const Tensor& values, const Tensor& scale = Tensor(),
+                      Tensor* weights = nullptr);
 
 // ---- Lookup (autograd/ops_index.cpp) -------------------------------------------------
 // weight: (V,D), ids: ids_shape.numel() ids in [0, V) -> (ids_shape..., D).

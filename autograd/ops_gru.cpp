@@ -115,18 +115,13 @@ GruSaved make_saved(const Tensor& x, const Tensor& h, const Tensor& weight_ih,
 // three that dgh @ W_hh collects.
 namespace {
 
-// Forward of one step: fills saved.r, z, n, gh_n and returns h'. The input's
-// projection gi is `projected` when the caller made it (gru_cell_projected),
-// else x W_ihᵀ + b_ih here.
+// Forward of one step: fills saved.r, z, n, gh_n and returns h'.
 Tensor gru_step_forward(GruSaved& saved, const Tensor& bias_ih, const Tensor& bias_hh, int64_t B,
-                        int64_t input, int64_t H, const Tensor& projected = Tensor()) {
-  Tensor gi = projected;
-  if (!gi.defined()) {
-    gi = Tensor::empty({B, 3 * H});
-    const Tensor b_ih = saved_values(bias_ih);
-    kernels::affine_forward(gi.data(), saved.x.data(), saved.weight_ih.data(),
-                            b_ih.defined() ? b_ih.data() : nullptr, B, input, 3 * H);
-  }
+                        int64_t input, int64_t H) {
+  Tensor gi = Tensor::empty({B, 3 * H});
+  const Tensor b_ih = saved_values(bias_ih);
+  kernels::affine_forward(gi.data(), saved.x.data(), saved.weight_ih.data(),
+                          b_ih.defined() ? b_ih.data() : nullptr, B, input, 3 * H);
   Tensor gh = Tensor::empty({B, 3 * H});
   const Tensor b_hh = saved_values(bias_hh);
   kernels::affine_forward(gh.data(), saved.h.data(), saved.weight_hh.data(),
@@ -196,53 +191,6 @@ Tensor gru_cell(const Tensor& x_in, const Tensor& h_in, const Tensor& weight_ih_
                      g.dbias_hh};
   };
   return record("gru_cell", h_new, {x_in, h_in, weight_ih_in, weight_hh_in, bias_ih_in, bias_hh_in},
-                std::move(gradients));
-}
-
-// As gru_cell, with gi = x W_ihᵀ + b_ih given: the step's rows of one
-// product over the whole sequence (made with linear(),
-// reading W_ih once per sequence rather than once per step). Backward returns
-// dgi as gi's gradient; that product's own node turns it into dx, dW_ih and
-// db_ih.
-//   gi: (B,3H), h: (B,H), weight_hh: (3H,H), bias_hh: (3H) or undefined -> h' (B,H)
-Tensor gru_cell_projected(const Tensor& gi_in, const Tensor& h_in, const Tensor& weight_hh_in,
-                          const Tensor& bias_hh_in) {
-  for (const Tensor* t : {&gi_in, &h_in, &weight_hh_in}) {
-    check_defined("gru_cell_projected", *t);
-  }
-  check(h_in.dim() == 2 && weight_hh_in.shape() == Shape{3 * h_in.shape()[1], h_in.shape()[1]},
-        "gru_cell_projected: h {} must be (batch, hidden) and weight_hh {} (3·hidden,hidden)",
-        h_in.shape(), weight_hh_in.shape());
-  const int64_t B = h_in.shape()[0], H = h_in.shape()[1];
-  check(gi_in.shape() == Shape{B, 3 * H},
-        "gru_cell_projected: gi has shape {}; with h {} it must be (batch, 3·hidden) = ({},{})",
-        gi_in.shape(), h_in.shape(), B, 3 * H);
-  check(!bias_hh_in.defined() || bias_hh_in.shape() == Shape{3 * H},
-        "gru_cell_projected: bias_hh has shape {}; it must be ({}), or undefined for no bias",
-        bias_hh_in.defined() ? bias_hh_in.shape() : Shape{}, 3 * H);
-  GruSaved saved{.x = Tensor(),
-                 .h = saved_values(h_in),
-                 .weight_ih = Tensor(),
-                 .weight_hh = saved_values(weight_hh_in),
-                 .r = Tensor::empty({B, H}),
-                 .z = Tensor::empty({B, H}),
-                 .n = Tensor::empty({B, H}),
-                 .gh_n = Tensor::empty({B, H}),
-                 .need_x = false,
-                 .need_h = requires_grad(h_in),
-                 .need_weight_ih = false,
-                 .need_weight_hh = requires_grad(weight_hh_in),
-                 .need_bias_ih = false,
-                 .need_bias_hh = bias_hh_in.defined() && requires_grad(bias_hh_in)};
-  const Tensor h_new = gru_step_forward(saved, Tensor(), bias_hh_in, B, 0, H, saved_values(gi_in));
-  // dh' -> gradients of (gi, h, W_hh, b_hh)
-  auto gradients = [saved = std::move(saved), B, H](const Tensor& dh_new) {
-    const GruStepGradients g = gru_step_backward(saved, dh_new, B, 0, H);
-    return Gradients{g.dgi, g.dh,
-                     saved.need_weight_hh ? Gradient::product(g.dgh, saved.h) : Gradient(),
-                     g.dbias_hh};
-  };
-  return record("gru_cell_projected", h_new, {gi_in, h_in, weight_hh_in, bias_hh_in},
                 std::move(gradients));
 }
 

@@ -4,7 +4,7 @@
 // PyTorch's GRUCell, gates stacked r, z, n:
 //   r = σ(x W_irᵀ + b_ir + h W_hrᵀ + b_hr),  z = σ(x W_izᵀ + b_iz + h W_hzᵀ + b_hz),
 //   n = tanh(x W_inᵀ + b_in + r ⊙ (h W_hnᵀ + b_hn)),  h' = (1 − z) ⊙ n + z ⊙ h.
-// The GRU layers of nn/ are built on these three ops.
+// The GRU layers of nn/ are built on these two ops.
 #pragma once
 
 #include "tensor/tensor.hpp"
@@ -15,12 +15,6 @@ namespace attograd {
 // undefined for none -> h': (B,H)
 Tensor gru_cell(const Tensor& x, const Tensor& h, const Tensor& weight_ih, const Tensor& weight_hh,
                 const Tensor& bias_ih, const Tensor& bias_hh);
-
-// The same step with the input's projection gi = x W_ihᵀ + b_ih made
-// beforehand (for a whole sequence at once, by linear()): gi: (B,3H), h: (B,H),
-// weight_hh: (3H,H), bias_hh: (3H) or undefined -> h': (B,H)
-Tensor gru_cell_projected(const Tensor& gi, const Tensor& h, const Tensor& weight_hh,
-                          const Tensor& bias_hh);
 
 // A whole sequence as one graph node (the GRU of nn/gru.cpp, one layer):
 // h_t = GRUCell(x_t, h_{t−1}) for t = 1 … T, every h_t returned.

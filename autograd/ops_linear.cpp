@@ -2,6 +2,7 @@
 #include "autograd/ops_linear.hpp"
 
 #include "autograd/engine.hpp"
+#include "autograd/fast/forward_values.hpp"
 #include "autograd/op_helpers.hpp"
 #include "tensor/kernels.hpp"
 
@@ -27,10 +28,9 @@ void check_linear(const char* op, const Tensor& x, const Tensor& weight, const T
 
 Tensor values_of(const Tensor& t) { return t.defined() ? detach(t).contiguous_data() : t; }
 
-}  // namespace
-
-Tensor detail::record_linear(const Tensor& x_in, const Tensor& weight_in, const Tensor& bias_in,
-                             Tensor y) {
+// Records linear(x, weight, bias) with `y` as its output: the values must
+// already be x Wᵀ + b.
+Tensor record_linear(const Tensor& x_in, const Tensor& weight_in, const Tensor& bias_in, Tensor y) {
   const int64_t B = x_in.shape()[0], out = weight_in.shape()[0], in = weight_in.shape()[1];
   // dy (B,out) -> dx (B,in), dW (out,in), db (out)
   auto gradients = [x = values_of(x_in), weight = values_of(weight_in),
@@ -53,6 +53,8 @@ Tensor detail::record_linear(const Tensor& x_in, const Tensor& weight_in, const 
   return record("linear", std::move(y), {x_in, weight_in, bias_in}, std::move(gradients));
 }
 
+}  // namespace
+
 Tensor linear(const Tensor& x_in, const Tensor& weight_in, const Tensor& bias_in) {
   check_linear("linear", x_in, weight_in, bias_in);
   const int64_t B = x_in.shape()[0], out = weight_in.shape()[0], in = weight_in.shape()[1];
@@ -61,7 +63,19 @@ Tensor linear(const Tensor& x_in, const Tensor& weight_in, const Tensor& bias_in
   kernels::affine_forward(y.data(), x.data(), weight.data(),
                           bias_in.defined() ? bias_in.contiguous_data().data() : nullptr, B, in,
                           out);
-  return detail::record_linear(x_in, weight_in, bias_in, std::move(y));
+  return record_linear(x_in, weight_in, bias_in, std::move(y));
+}
+
+Tensor linear_with_values(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                          const Tensor& y) {
+  if (!fast::reuse_forward_values()) return linear(x, weight, bias);
+  check(x.defined() && weight.defined() && y.defined() && x.dim() == 2 && weight.dim() == 2 &&
+            y.shape() == Shape{x.shape()[0], weight.shape()[0]},
+        "linear_with_values: the values have shape {}; with x {} and the weight {} they must "
+        "be (batch, out)",
+        y.defined() ? y.shape() : Shape{}, x.defined() ? x.shape() : Shape{},
+        weight.defined() ? weight.shape() : Shape{});
+  return record_linear(x, weight, bias, detach(y).contiguous_data());
 }
 
 Tensor linear_columns(const Tensor& x_in, const Tensor& weight_in, int64_t first,

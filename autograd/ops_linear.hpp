@@ -39,12 +39,15 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias);
 Tensor linear_columns(const Tensor& x, const Tensor& weight, int64_t first_column,
                       const Tensor& bias);
 
-namespace detail {
-
-// Records linear(x, weight, bias) with `y` as its output: the values must
-// already be x Wᵀ + b (autograd/fast/forward_values.hpp; only shapes are checked).
-Tensor record_linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor y);
-
-}  // namespace detail
+// linear(x, weight, bias) whose values y (B,out) were computed already,
+// without recording: a greedy decoder computes each step's output layer to
+// choose its next word, and the loss then needs the same values recorded.
+// y is recorded as linear's output, so the product is made once rather than
+// twice; nothing but the shapes is checked, so y must be those values. With
+// the fast path's value reuse off (fast::set_reuse_forward_values(false),
+// autograd/fast/forward_values.hpp) this is linear(x, weight, bias) and y is
+// not read. Same gradients as linear.
+Tensor linear_with_values(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                          const Tensor& y);
 
 }  // namespace attograd

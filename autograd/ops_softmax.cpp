@@ -8,6 +8,7 @@
 
 #include <string>
 
+#include "autograd/fast/fused.hpp"
 #include "autograd/op_helpers.hpp"
 #include "autograd/ops.hpp"
 
@@ -117,6 +118,27 @@ Tensor masked_softmax(const Tensor& scores, const std::vector<int64_t>& valid_le
                   }
                   return Gradients{dx};
                 });
+}
+
+// scores (B,Tq,Tk), values (B,Tk,dv), scale: undefined, 1 or (Tk) -> (B,Tq,dv)
+Tensor attention_pool(const Tensor& scores, const Tensor& values, const Tensor& scale,
+                      Tensor* weights) {
+  check_defined("attention_pool", scores);
+  check_defined("attention_pool", values);
+  const Shape& s = scores.shape();
+  const Shape& v = values.shape();
+  check(s.ndim() == 3 && v.ndim() == 3 && s[0] == v[0] && s[2] == v[1],
+        "attention_pool: scores {} and values {} must be (B,Tq,Tk) and (B,Tk,dv), with the "
+        "same batch B and one value per key (Tk)",
+        s, v);
+  const int64_t Tk = s[2];
+  check(!scale.defined() || (scale.dim() <= 1 && (scale.numel() == 1 || scale.numel() == Tk)),
+        "attention_pool: scale {} must be one number or one per key ({}) for scores {}",
+        scale.defined() ? scale.shape() : Shape{}, Tk, s);
+  if (fast::fused_ops()) return fast::detail::fused_attention_pool(scores, values, scale, weights);
+  const Tensor alpha = softmax(scale.defined() ? scores * scale : scores, 2);
+  if (weights != nullptr) *weights = detach(alpha);
+  return bmm(alpha, values);
 }
 
 }  // namespace attograd

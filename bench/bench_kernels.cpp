@@ -309,7 +309,7 @@ void per_call_row(const std::string& name, const std::function<void()>& simd,
 }
 
 // The kernels one epoch of the learned Nadaraya–Watson pooling runs (50
-// queries × 49 keys, models/nw_regression.cpp): attention_pool on the fast
+// queries × 49 keys, models/nw_regression/nw_regression.cpp): attention_pool on the fast
 // path, softmax and bmm on the reference path; plus the row lengths the
 // seq2seq trainer's softmax and log_softmax see (10 and 2231). Nanoseconds
 // per call: at this size everything is in L1 and a call costs well under a

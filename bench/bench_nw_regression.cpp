@@ -1,5 +1,5 @@
 // bench/bench_nw_regression.cpp — how long do 100 epochs of the learned
-// Nadaraya–Watson attention pooling (models/nw_regression.hpp) take?
+// Nadaraya–Watson attention pooling (models/nw_regression/nw_regression.hpp) take?
 //
 //   ./build/bench/bench_nw_regression [trainings] [--rounds R]
 //     (the float library, one core; default 301 trainings, 3 rounds)
@@ -36,7 +36,7 @@
 #include "attograd.hpp"
 #include "bench/pytorch.hpp"
 #include "bench/timing.hpp"
-#include "models/nw_regression.hpp"
+#include "models/nw_regression/nw_regression.hpp"
 #include "tensor/fast/pool.hpp"
 #include "tensor/parallel.hpp"
 

@@ -42,8 +42,8 @@
 #include "bench/pytorch.hpp"
 #include "bench/recipe_runs.hpp"
 #include "bench/timing.hpp"
-#include "models/seq2seq.hpp"
-#include "models/translation/training.hpp"
+#include "models/seq2seq/seq2seq.hpp"
+#include "models/seq2seq/training.hpp"
 #include "tensor/parallel.hpp"
 
 using namespace attograd;

@@ -6,14 +6,14 @@
 // average pooling, Gaussian attention pooling, Nadaraya–Watson with a chosen
 // kernel, and attention pooling with a learned width w — prints each one's
 // test error, and draws the fits, the training loss, the attention weights
-// and the kernels as SVG pictures (models/nw_regression.hpp has the maths).
+// and the kernels as SVG pictures (models/nw_regression/nw_regression.hpp has the maths).
 //
 //   nw_regression                          # 100 epochs, scalar w, pictures in out/nw_regression
 //   nw_regression --epochs 5 --w vector    # the seed's short schedule, one w per key
 //   nw_regression --kernel boxcar --bandwidth 0.5
 //   nw_regression --seeds 20               # mean test errors over seeds 0…19 (a table)
 //   nw_regression --json                   # one summary line for scripts
-#include "models/nw_regression.hpp"
+#include "models/nw_regression/nw_regression.hpp"
 
 #include <fmt/format.h>
 #include <unistd.h>

@@ -3,26 +3,20 @@
 //
 // A greedy decoder must compute each step's output layer, out(o_t) =
 // o_t Wᵀ + b, without recording, to choose its next word; the loss then needs
-// the same values recorded. linear_with_values records them as linear()'s
-// output, so the (T,H) @ (H,V_out) product — the largest of a translator — is
-// made once per step rather than twice.
+// the same values recorded. The op linear_with_values (autograd/ops_linear.hpp)
+// records them as linear()'s output while this switch is on, so the
+// (T,H) @ (H,V_out) product — the largest of a translator — is made once per
+// step rather than twice.
 //
 // Switch: fast::set_reuse_forward_values(false), or a fast::ReferencePath
 // guard (autograd/fast/fast.hpp); linear_with_values then calls linear(x,
-// weight, bias) and ignores `y`.
+// weight, bias) and ignores the values it was given.
 #pragma once
-
-#include "tensor/tensor.hpp"
 
 namespace attograd::fast {
 
 // Whether linear_with_values records the given values (on by default). Per thread.
 bool reuse_forward_values();
 void set_reuse_forward_values(bool on);
-
-// linear(x, weight, bias), whose values y (B,out) were computed already
-// without recording. Nothing but the shapes is checked: y must be those values.
-Tensor linear_with_values(const Tensor& x, const Tensor& weight, const Tensor& bias,
-                          const Tensor& y);
 
 }  // namespace attograd::fast

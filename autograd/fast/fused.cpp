@@ -13,25 +13,12 @@ thread_local bool fused_on = true;
 bool fused_ops() { return fused_on; }
 void set_fused_ops(bool on) { fused_on = on; }
 
-Tensor attention_pool(const Tensor& scores, const Tensor& values, const Tensor& scale,
-                      Tensor* weights) {
-  check_defined("attention_pool", scores);
-  check_defined("attention_pool", values);
+namespace detail {
+
+Tensor fused_attention_pool(const Tensor& scores, const Tensor& values, const Tensor& scale,
+                            Tensor* weights) {
   const Shape& s = scores.shape();
-  const Shape& v = values.shape();
-  check(s.ndim() == 3 && v.ndim() == 3 && s[0] == v[0] && s[2] == v[1],
-        "attention_pool: scores {} and values {} must be (B,Tq,Tk) and (B,Tk,dv), with the "
-        "same batch B and one value per key (Tk)",
-        s, v);
-  const int64_t B = s[0], Tq = s[1], Tk = s[2], dv = v[2];
-  check(!scale.defined() || (scale.dim() <= 1 && (scale.numel() == 1 || scale.numel() == Tk)),
-        "attention_pool: scale {} must be one number or one per key ({}) for scores {}",
-        scale.defined() ? scale.shape() : Shape{}, Tk, s);
-  if (!fused_on) {  // the composed twin
-    const Tensor alpha = softmax(scale.defined() ? scores * scale : scores, 2);
-    if (weights != nullptr) *weights = detach(alpha);
-    return bmm(alpha, values);
-  }
+  const int64_t B = s[0], Tq = s[1], Tk = s[2], dv = values.shape()[2];
   const int64_t scale_count = !scale.defined() ? 0 : scale.numel() == 1 ? 1 : Tk;
   // Row-major handles on the inputs' numbers: the inputs themselves when they
   // are laid out so already (the closure keeps only their values' storage
@@ -68,5 +55,7 @@ Tensor attention_pool(const Tensor& scores, const Tensor& values, const Tensor& 
                   return Gradients{dscores, dvalues, dscale};
                 });
 }
+
+}  // namespace detail
 
 }  // namespace attograd::fast

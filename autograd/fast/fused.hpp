@@ -1,14 +1,14 @@
 // autograd/fast/fused.hpp — ops that record, as one node, what the
 // reference path records as several.
 //
-// attention_pool is softmax over the keys followed by the weighted sum of the
-// values, bmm(softmax(scores ⊙ scale, 2), values): the heart of attention pooling
-// (the seed text on Nadaraya–Watson kernel regression). Recorded as those two
-// ops it costs two nodes, the weights' gradient dα = dy @ valuesᵀ as a tensor
-// of its own, and passes over memory for each; fused, a row's scores,
-// weights and values stay in registers from one load to one store
-// (tensor/kernels_attention.cpp), and its backward needs no dα at all, since
-// Σ_k α_k dα_k = dy · out.
+// The op attention_pool (autograd/ops.hpp) is softmax over the keys followed
+// by the weighted sum of the values, bmm(softmax(scores ⊙ scale, 2), values):
+// the heart of attention pooling (the seed text on Nadaraya–Watson kernel
+// regression). Recorded as those ops it costs several nodes, the weights'
+// gradient dα = dy @ valuesᵀ as a tensor of its own, and passes over memory
+// for each; fused, a row's scores, weights and values stay in registers from
+// one load to one store (tensor/kernels_attention.cpp), and its backward
+// needs no dα at all, since Σ_k α_k dα_k = dy · out.
 //
 // Switch: fast::set_fused_ops(false), or a fast::ReferencePath guard
 // (autograd/fast/fast.hpp); attention_pool then records mul, softmax and bmm,
@@ -24,21 +24,23 @@ namespace attograd::fast {
 bool fused_ops();
 void set_fused_ops(bool on);
 
+namespace detail {
+
+// attention_pool's fused node, which the op calls while fused_ops() is on;
+// the op has checked the shapes.
 // scores: (B,Tq,Tk), values: (B,Tk,dv), scale: undefined, one number or (Tk) -> (B,Tq,dv).
 //   z = scores ⊙ scale          α = softmax(z, 2)          out = bmm(α, values)
 //   dz = α ⊙ (dα − Σ_k α dα) with dα = dy @ valuesᵀ (Σ_k α dα = dy · out per row)
 //   dscores = dz ⊙ scale        dscale = Σ dz ⊙ scores (summed to scale's shape)
 //   dvalues = αᵀ @ dy
-// The scale multiplies the scores before the softmax: an inverse temperature,
-// one for every score or one per key (Nadaraya–Watson's learned w², a
-// Transformer's 1/√d). Fused, the scaled scores are never a tensor: they are
-// formed in registers, and when `scores` needs no gradient (a constant, as
-// Nadaraya–Watson's distances are) neither is dz.
-// `weights`, when given, receives α (B,Tq,Tk) without history (for plots).
-// The fused and the composed forms agree to float rounding: the sums are
-// taken in different orders (tests/autograd/test_fast_paths.cpp states the
-// tolerance).
-Tensor attention_pool(const Tensor& scores, const Tensor& values, const Tensor& scale = Tensor(),
-                      Tensor* weights = nullptr);
+// The scaled scores are never a tensor: they are formed in registers, and
+// when `scores` needs no gradient (a constant, as Nadaraya–Watson's
+// distances are) neither is dz. The fused and the composed forms agree to
+// float rounding: the sums are taken in different orders
+// (tests/autograd/test_fast_paths.cpp states the tolerance).
+Tensor fused_attention_pool(const Tensor& scores, const Tensor& values, const Tensor& scale,
+                            Tensor* weights);
+
+}  // namespace detail
 
 }  // namespace attograd::fast

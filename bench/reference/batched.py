@@ -9,7 +9,7 @@ Xavier-uniform Linear and GRU weights, masked softmax cross-entropy, Adam
 French, and the same data pipeline as transformer.py (d2l_common.py).
 
 Two changes make it the recipe as attograd implements it
-(models/batched_seq2seq.cpp, docs/attention.md):
+(models/batched_seq2seq/batched_seq2seq.cpp, docs/attention.md):
   - 600 pairs, the first 600 lines; d2l's tokenize_nmt reads 601;
   - the encoder packs its batch (pack_padded_sequence), so a sentence's GRU
     stops at its own end: the decoder starts from the state after its

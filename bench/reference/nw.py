@@ -6,7 +6,7 @@ The model and the loop are d2l's: NWKernelRegression scores each key by
 -((query - key) * w)^2 / 2, softmax over the keys, bmm with the values; each
 training input is a query over the other 49 training pairs (keys and values
 built once with the (1 - eye(n)) mask), MSELoss(reduction='none') summed,
-SGD with lr 0.5. As attograd runs it (models/nw_regression.cpp,
+SGD with lr 0.5. As attograd runs it (models/nw_regression/nw_regression.cpp,
 bench/bench_nw_regression.cpp): 100 epochs (d2l shows 5); --w vector gives w
 one entry per key slot (49), as `nw_regression --w vector`; and the data and
 the initial w are attograd's seed-0 draws (make_dataset: 50 x uniform on

@@ -141,7 +141,7 @@ def ids(vocab, sentence):
 
 
 def mix(value):
-    """SplitMix64's finaliser, as models/translation/training.cpp."""
+    """SplitMix64's finaliser, as models/seq2seq/training.cpp."""
     value = (value + 0x9E3779B97F4A7C15) & MASK
     value = ((value ^ (value >> 30)) * 0xBF58476D1CE4E5B9) & MASK
     value = ((value ^ (value >> 27)) * 0x94D049BB133111EB) & MASK

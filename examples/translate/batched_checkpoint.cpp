@@ -14,6 +14,7 @@
 namespace attograd::translate_batched {
 
 using namespace attograd::batched_seq2seq;
+using namespace attograd::translation;
 
 const std::string& metadata_field(const nn::Metadata& metadata, const std::string& path,
                                   const std::string& key) {

@@ -12,7 +12,7 @@
 #include <string>
 
 #include "examples/translate/batched_recipe.hpp"
-#include "models/batched_seq2seq.hpp"
+#include "models/batched_seq2seq/batched_seq2seq.hpp"
 #include "nn/checkpoint.hpp"
 
 namespace attograd::translate_batched {
@@ -42,7 +42,7 @@ double metadata_number(const nn::Metadata& metadata, const std::string& path,
 
 // `info` and the run's settings and result as checkpoint metadata.
 nn::Metadata to_metadata(const CheckpointInfo& info, const BatchedTrainFlags& flags,
-                         const batched_seq2seq::TrainingReport& report);
+                         const translation::TrainingReport& report);
 
 // Reads the metadata of the checkpoint at `path`; throws attograd::Error when
 // it is not a checkpoint of the batched recipe or an entry is missing or bad.

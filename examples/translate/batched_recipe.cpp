@@ -18,7 +18,7 @@
 #include "examples/common/divergence.hpp"
 #include "examples/common/output_folder.hpp"
 #include "examples/translate/batched_checkpoint.hpp"
-#include "models/batched_seq2seq.hpp"
+#include "models/batched_seq2seq/batched_seq2seq.hpp"
 #include "models/text/normalize.hpp"
 #include "models/text/pairs.hpp"
 #include "nn/checkpoint.hpp"
@@ -30,6 +30,7 @@
 namespace attograd::translate_batched {
 
 using namespace attograd::batched_seq2seq;
+using namespace attograd::translation;
 namespace fs = std::filesystem;
 
 namespace {
@@ -75,13 +76,12 @@ void save_attention_map(const fs::path& path, const SentenceTranslation& transla
   std::vector<std::string> columns = translation.source_words;
   columns.push_back("<eos>");
   std::vector<std::string> rows = translation.output_words;
-  if (translation.prediction.reached_eos) rows.push_back("<eos>");
-  const Prediction& prediction = translation.prediction;
+  const decoding::Hypothesis& best = translation.best;
+  if (best.reached_end) rows.push_back("<eos>");
   std::vector<double> values;
-  for (int64_t step = 0; step < prediction.steps; ++step) {
+  for (int64_t step = 0; step < best.length; ++step) {
     for (size_t column = 0; column < columns.size(); ++column) {
-      values.push_back(
-          prediction.attention[static_cast<size_t>(step * prediction.source_positions) + column]);
+      values.push_back(best.attention[static_cast<size_t>(step * best.attention_width) + column]);
     }
   }
   plot::Heatmap map(rows.size(), columns.size(), values);
@@ -305,7 +305,7 @@ TestTranslations translate_test_sentences(BatchedTranslator& model, const text::
                                   {"output", output},
                                   {"reference", pair.reference},
                                   {"bleu", bleu},
-                                  {"unknown_words", translation.unknown_words}});
+                                  {"unknown_words", translation.unknown_words.size()}});
   }
   return tests;
 }
@@ -446,11 +446,11 @@ int translate_lines(BatchedTranslator& model, const text::Vocabulary& source_voc
     const SentenceTranslation translation =
         translate_sentence(model, source_vocabulary, target_vocabulary, line, num_steps,
                            translate_beam::beam_options(beam));
-    if (translation.unknown_words > 0) {
+    const auto unknown_words = static_cast<int64_t>(translation.unknown_words.size());
+    if (unknown_words > 0) {
       err << fmt::format("warning: stdin:{}: {} word{} not in the vocabulary became <unk>\n",
-                         line_number, translation.unknown_words,
-                         translation.unknown_words == 1 ? "" : "s");
-      unknown += translation.unknown_words;
+                         line_number, unknown_words, unknown_words == 1 ? "" : "s");
+      unknown += unknown_words;
     }
     if (translation.dropped_words > 0) {
       err << fmt::format(

@@ -1,6 +1,6 @@
 // examples/translate/batched_recipe.hpp — `translate --recipe batched`: d2l's
 // batched English -> French recipe with Bahdanau attention
-// (models/batched_seq2seq.hpp has the model, docs/attention.md the walk-through).
+// (models/batched_seq2seq/batched_seq2seq.hpp has the model, docs/attention.md the walk-through).
 //
 //   translate train --recipe batched                 # 600 pairs, 250 epochs, about a minute
 //   translate train --recipe batched --epochs 20 --threads 1
@@ -25,8 +25,8 @@
 #include "examples/common/divergence.hpp"
 #include "examples/translate/beam_flags.hpp"
 #include "examples/translate/size_limits.hpp"
-#include "models/batched_seq2seq.hpp"
 #include "models/text/pairs.hpp"
+#include "models/translation/batched_translator.hpp"
 #include "nn/checkpoint.hpp"
 
 namespace attograd::translate_batched {
@@ -91,7 +91,7 @@ int run_batched_eval(const BatchedEvalFlags& flags);
 // ---------------------------------------------------------------- shared pieces
 //
 // The steps every recipe on d2l's batched data takes, whatever its model
-// (batched_seq2seq::BatchedTranslator): the Transformer recipe
+// (translation::BatchedTranslator): the Transformer recipe
 // (transformer_recipe.hpp) is these with another model and other pictures.
 
 // The data settings of a train command.
@@ -159,8 +159,8 @@ text::BatchedData prepare_data(const text::PairSet& set, const DataSettings& set
 nn::LRSchedule lr_schedule_from_flag(const std::string& text, int64_t epochs);
 // The training loop's options from the flags declare_training_flags declared.
 template <typename TrainFlags>
-batched_seq2seq::BatchedTrainingOptions training_options(const TrainFlags& flags) {
-  return batched_seq2seq::BatchedTrainingOptions()
+translation::BatchedTrainingOptions training_options(const TrainFlags& flags) {
+  return translation::BatchedTrainingOptions()
       .epochs(flags.epochs)
       .lr(flags.lr)
       .batch_size(flags.batch)
@@ -179,26 +179,25 @@ std::string threads_text(int64_t replicas);
 // Throws unless the sentence has a word to translate.
 void check_attention_sentence(const std::string& sentence);
 
-// batched_seq2seq::train with a progress line every `print_every` epochs and
+// translation::train with a progress line every `print_every` epochs and
 // a summary at the end. Stops with an Error at the first epoch whose loss,
 // gradient norm or weights are not finite, or whose loss is over 100 times
 // the first step's, saying that out_folder's checkpoint (if any) keeps the
 // last good state (examples/common/divergence.hpp).
-batched_seq2seq::TrainingReport train_reporting_progress(
-    batched_seq2seq::BatchedTranslator& model, const text::BatchedData& data,
-    const batched_seq2seq::BatchedTrainingOptions& training, int64_t print_every,
+translation::TrainingReport train_reporting_progress(
+    translation::BatchedTranslator& model, const text::BatchedData& data,
+    const translation::BatchedTrainingOptions& training, int64_t print_every,
     const std::string& out_folder, std::ostream& out);
 
-void save_loss_curve(const std::filesystem::path& path,
-                     const batched_seq2seq::TrainingReport& report);
+void save_loss_curve(const std::filesystem::path& path, const translation::TrainingReport& report);
 // Output steps down, valid source positions across (prediction.attention).
 void save_attention_map(const std::filesystem::path& path,
-                        const batched_seq2seq::SentenceTranslation& translation,
+                        const translation::SentenceTranslation& translation,
                         const std::string& title);
 
 // Draws the attention of one translation into the file `path` (or folder).
-using DrawAttention = std::function<void(const std::filesystem::path& path,
-                                         const batched_seq2seq::SentenceTranslation&)>;
+using DrawAttention =
+    std::function<void(const std::filesystem::path& path, const translation::SentenceTranslation&)>;
 
 // What finish_training writes and prints.
 struct TrainOutputs {
@@ -217,7 +216,7 @@ struct TestTranslations {
   nlohmann::json translations = nlohmann::json::array();  // for the --json summary
   int64_t perfect = 0;                                    // how many scored BLEU 1
 };
-TestTranslations translate_test_sentences(batched_seq2seq::BatchedTranslator& model,
+TestTranslations translate_test_sentences(translation::BatchedTranslator& model,
                                           const text::BatchedData& data, int64_t num_steps,
                                           std::ostream& out);
 
@@ -226,14 +225,14 @@ TestTranslations translate_test_sentences(batched_seq2seq::BatchedTranslator& mo
 // into place together),
 // the four test sentences, the attention picture, BLEU on the training
 // pairs, and the --json summary line.
-void finish_training(batched_seq2seq::BatchedTranslator& model, const text::PairSet& set,
-                     const text::BatchedData& data, const batched_seq2seq::TrainingReport& report,
+void finish_training(translation::BatchedTranslator& model, const text::PairSet& set,
+                     const text::BatchedData& data, const translation::TrainingReport& report,
                      const TrainOutputs& outputs, std::ostream& out);
 
 // The translate command for any model: one sentence per line of `in`, one
 // translation per line of `out` (the K best with --nbest), warnings to `err`, and with a non-empty
 // attention_folder a picture per line (attention_<line>.svg) by `draw`.
-int translate_lines(batched_seq2seq::BatchedTranslator& model,
+int translate_lines(translation::BatchedTranslator& model,
                     const text::Vocabulary& source_vocabulary,
                     const text::Vocabulary& target_vocabulary, int64_t num_steps,
                     const translate_beam::BeamFlags& beam, const std::string& attention_folder,
@@ -252,7 +251,7 @@ struct TrainedOn {
 };
 
 // The eval command for any model: corpus BLEU-4 and d2l's sentence BLEU.
-int evaluate_checkpoint(batched_seq2seq::BatchedTranslator& model, const TrainedOn& trained,
+int evaluate_checkpoint(translation::BatchedTranslator& model, const TrainedOn& trained,
                         const BatchedEvalFlags& flags);
 
 }  // namespace attograd::translate_batched

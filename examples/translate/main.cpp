@@ -1,6 +1,6 @@
 // examples/translate/main.cpp — French -> English translation with a GRU
 // encoder and an attention decoder, the PyTorch seq2seq tutorial's recipe
-// (models/seq2seq.hpp has the model, models/translation/ the data and the
+// (models/seq2seq/seq2seq.hpp has the model, models/translation/ the data and the
 // training loop, docs/translation.md the walk-through).
 //
 //   translate train                          # the full recipe: 75,000 iterations

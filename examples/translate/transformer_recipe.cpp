@@ -24,7 +24,7 @@
 
 namespace attograd::translate_transformer {
 
-using namespace attograd::batched_seq2seq;
+using namespace attograd::translation;
 using namespace attograd::translate_batched;
 using transformer::Transformer;
 using transformer::TransformerOptions;
@@ -159,7 +159,7 @@ void save_all_heads(const fs::path& folder, const Transformer& model,
   source.push_back("<eos>");
   std::vector<std::string> inputs = {"<bos>"};  // step t reads the output of step t − 1
   inputs.insert(inputs.end(), translation.output_words.begin(), translation.output_words.end());
-  inputs.resize(static_cast<size_t>(translation.prediction.steps));
+  inputs.resize(static_cast<size_t>(translation.best.length));
   const transformer::AttentionMaps& maps = model.attention_maps();
   for (size_t block = 0; block < maps.encoder.size(); ++block) {
     const std::string number = std::to_string(block + 1);

@@ -16,9 +16,9 @@
 #include "examples/common/output_folder.hpp"
 #include "examples/translate/checkpoint_sizes.hpp"
 #include "examples/translate/size_limits.hpp"
-#include "models/seq2seq.hpp"
+#include "models/seq2seq/seq2seq.hpp"
+#include "models/seq2seq/training.hpp"
 #include "models/text/normalize.hpp"
-#include "models/translation/training.hpp"
 #include "plot/svg_plot.hpp"
 
 namespace attograd::translate_tutorial {
@@ -117,13 +117,12 @@ void save_attention_map(const fs::path& path, const SentenceTranslation& transla
     while (static_cast<int64_t>(columns.size()) < max_length) columns.push_back("<pad>");
   }
   std::vector<std::string> rows = translation.output_words;
-  if (translation.decoded.reached_eos) rows.push_back("<EOS>");
+  if (translation.best.reached_end) rows.push_back("<EOS>");
   const size_t width = columns.size();
   std::vector<double> values;
-  for (int64_t step = 0; step < translation.decoded.steps; ++step) {
+  for (int64_t step = 0; step < translation.best.length; ++step) {
     for (size_t column = 0; column < width; ++column) {
-      values.push_back(
-          translation.decoded.attention[static_cast<size_t>(step * max_length) + column]);
+      values.push_back(translation.best.attention[static_cast<size_t>(step * max_length) + column]);
     }
   }
   plot::Heatmap map(rows.size(), width, values);
@@ -228,20 +227,20 @@ int run_eval(const EvalFlags& flags) {
   const Evaluation evaluation = evaluate(*model, info.source_vocabulary, info.target_vocabulary,
                                          pairs, translate_beam::beam_options(flags.beam));
   std::ostream& out = flags.json ? std::cerr : std::cout;
-  const text::BleuDetails& bleu = evaluation.bleu;
+  const text::BleuDetails& bleu = evaluation.corpus;
   out << fmt::format(
       "BLEU-4 {:.4f} on {} ({} pairs, {} source sentences); precisions {:.3f} {:.3f} {:.3f} "
       "{:.3f}, brevity penalty {:.3f}\n",
-      bleu.score, name, pairs.size(), evaluation.examples.size(), bleu.precisions[0],
+      bleu.score, name, pairs.size(), evaluation.pairs.size(), bleu.precisions[0],
       bleu.precisions[1], bleu.precisions[2], bleu.precisions[3], bleu.brevity_penalty);
   out << fmt::format("{} unknown source words mapped to <unk>, {} cut off beyond {} words\n",
                      evaluation.unknown_words, evaluation.dropped_words,
                      info.model.max_length() - 1);
   out << "decoding: " << translate_beam::describe(flags.beam) << "\n\n";
   Generator random(static_cast<uint64_t>(flags.seed));
-  for (int64_t i = 0; i < flags.examples && !evaluation.examples.empty(); ++i) {
-    const EvaluationExample& example =
-        evaluation.examples[random.below(evaluation.examples.size())];
+  for (int64_t i = 0; i < flags.examples && !evaluation.pairs.empty(); ++i) {
+    const translation::EvaluatedPair& example =
+        evaluation.pairs[random.below(evaluation.pairs.size())];
     out << "> " << example.source << "\n";
     for (const std::string& reference : example.references) out << "= " << reference << "\n";
     out << "< " << example.output << "\n";
@@ -251,7 +250,7 @@ int run_eval(const EvalFlags& flags) {
   if (flags.json) {
     const nlohmann::json summary = {{"bleu", bleu.score},
                                     {"pairs", pairs.size()},
-                                    {"sentences", evaluation.examples.size()},
+                                    {"sentences", evaluation.pairs.size()},
                                     {"unknown_words", evaluation.unknown_words},
                                     {"dropped_words", evaluation.dropped_words},
                                     {"beam", flags.beam.beam},

@@ -1,6 +1,6 @@
 // examples/translate/tutorial_recipe.hpp — `translate` with the default
 // recipe: the PyTorch seq2seq tutorial, one sentence pair at a time, French
-// -> English with a GRU encoder and an attention decoder (models/seq2seq.hpp
+// -> English with a GRU encoder and an attention decoder (models/seq2seq/seq2seq.hpp
 // has the model, models/translation/ the data and the training loop,
 // docs/translation.md the walk-through).
 //
@@ -20,8 +20,8 @@
 #include "examples/common/cli.hpp"
 #include "examples/common/inspect_tools.hpp"
 #include "examples/translate/beam_flags.hpp"
-#include "models/translation/corpus.hpp"
-#include "models/translation/training.hpp"
+#include "models/seq2seq/corpus.hpp"
+#include "models/seq2seq/training.hpp"
 
 namespace attograd::translate_tutorial {
 

@@ -21,10 +21,10 @@
 #include "examples/common/divergence.hpp"
 #include "examples/common/output_folder.hpp"
 #include "examples/translate/tutorial_recipe.hpp"
-#include "models/seq2seq.hpp"
+#include "models/seq2seq/corpus.hpp"
+#include "models/seq2seq/seq2seq.hpp"
+#include "models/seq2seq/training.hpp"
 #include "models/text/normalize.hpp"
-#include "models/translation/corpus.hpp"
-#include "models/translation/training.hpp"
 #include "plot/svg_plot.hpp"
 #include "tensor/error.hpp"
 #include "tensor/parallel.hpp"
@@ -323,7 +323,7 @@ void print_json_summary(const Corpus& corpus, const Seq2SeqOptions& options,
                                   {"iterations", progress.iteration},
                                   {"ms_per_iteration", session.ms_per_iteration},
                                   {"final_loss", session.last_loss},
-                                  {"validation_bleu", validation.bleu.score},
+                                  {"validation_bleu", validation.corpus.score},
                                   {"validation_unknown_words", validation.unknown_words},
                                   {"checkpoint", files.checkpoint.string()}};
   std::cout << summary.dump() << std::endl;
@@ -391,7 +391,7 @@ int run_train(const TrainFlags& flags) {
       evaluate(model, corpus.source_vocabulary, corpus.target_vocabulary, corpus.split.validation);
   out << fmt::format(
       "Validation BLEU-4: {:.4f} over {} source sentences ({} unknown words mapped to <unk>)\n",
-      validation.bleu.score, validation.examples.size(), validation.unknown_words);
+      validation.corpus.score, validation.pairs.size(), validation.unknown_words);
   out << fmt::format("Wrote {}, {} and attention_*.svg in {}\n",
                      files.checkpoint.filename().string(), files.loss_curve.filename().string(),
                      files.folder.string());

@@ -50,16 +50,6 @@ std::vector<decoding::Hypothesis> beam_translate(Seq2Seq& model, const std::vect
   return decoding::beam_search(decoder, {encoded.hidden}, max_steps, options);
 }
 
-Translation to_translation(const decoding::Hypothesis& hypothesis) {
-  Translation translation;
-  translation.words = hypothesis.tokens;
-  translation.reached_eos = hypothesis.reached_end;
-  translation.attention = hypothesis.attention;
-  translation.steps = hypothesis.length;
-  translation.log_probability = hypothesis.log_probability;
-  return translation;
-}
-
 decoding::Hypothesis to_hypothesis(const Translation& translation, double alpha) {
   decoding::Hypothesis hypothesis;
   hypothesis.tokens = translation.words;

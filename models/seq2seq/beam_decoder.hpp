@@ -50,10 +50,8 @@ std::vector<decoding::Hypothesis> beam_translate(Seq2Seq& model, const std::vect
                                                  const decoding::BeamSearchOptions& options,
                                                  int64_t max_steps = 0);
 
-// The same translation in the other form: a hypothesis's words, EOS flag,
-// attention rows and log-probability as a Translation, and a greedy
-// Translation as a hypothesis scored with length penalty α.
-Translation to_translation(const decoding::Hypothesis& hypothesis);
+// A greedy Translation (words, EOS flag, attention rows, log-probability)
+// as a hypothesis scored with length penalty α.
 decoding::Hypothesis to_hypothesis(const Translation& translation, double alpha);
 
 }  // namespace attograd::seq2seq

@@ -6,7 +6,6 @@
 // vocabulary size.
 #include "models/seq2seq/decoder.hpp"
 
-#include "autograd/fast/forward_values.hpp"
 #include "autograd/ops.hpp"
 #include "tensor/error.hpp"
 
@@ -16,7 +15,7 @@ namespace attograd::seq2seq {
 Tensor AttentionDecoder::predict(const Tensor& outputs, const Tensor& logits) {
   nn::Linear& out = output_layer();
   if (!logits.defined()) return log_softmax(out.forward(outputs), 1);
-  return log_softmax(fast::linear_with_values(outputs, out.weight, out.bias, logits), 1);
+  return log_softmax(linear_with_values(outputs, out.weight, out.bias, logits), 1);
 }
 
 DecoderStep AttentionDecoder::forward(int64_t input_word, const Tensor& hidden,

@@ -51,9 +51,9 @@ class AttentionDecoder : public nn::Module {
   virtual nn::Linear& output_layer() = 0;
   // outputs: (T,H) -> log-probabilities (T,V_out): log_softmax(out(outputs)).
   // With `logits`, out(outputs) already computed without recording (greedy
-  // decoding computes each step's to choose the next word), the fast path
-  // records those values as out's output instead of computing them a second
-  // time (autograd/fast/forward_values.hpp).
+  // decoding computes each step's to choose the next word), those values are
+  // recorded as out's output instead of being computed a second time
+  // (linear_with_values, autograd/ops_linear.hpp).
   Tensor predict(const Tensor& outputs, const Tensor& logits = Tensor());
 
   // One whole step, the tutorial's decoder(input, hidden, encoder_outputs):

@@ -9,7 +9,7 @@
 #include <memory>
 #include <vector>
 
-#include "models/encoder_decoder.hpp"
+#include "models/translation/encoder_decoder.hpp"
 #include "nn/embedding.hpp"
 #include "nn/gru.hpp"
 #include "nn/module.hpp"

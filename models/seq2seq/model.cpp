@@ -57,9 +57,9 @@ void Seq2Seq::set_sparse_embeddings(bool on) {
 // advance() T times, or on the fast path the same steps with the products of
 // the inputs formed for the whole sentence). Without it the next input is
 // the argmax of the step's output layer, computed without recording (a word
-// id carries no gradient); the fast path then records those step logits as
-// the output layer's values (fast::linear_with_values) rather than computing
-// them again — the values the tutorial's per-step decoder(…) call gives.
+// id carries no gradient); those step logits are then recorded as the
+// output layer's values (linear_with_values) rather than computed again — the values the tutorial's
+// per-step decoder(…) call gives.
 PairLoss Seq2Seq::pair_loss(const std::vector<int64_t>& source, const std::vector<int64_t>& target,
                             bool teacher_forcing) {
   check(!target.empty(), "Seq2Seq: the target is empty; it must at least hold EOS");

@@ -35,8 +35,8 @@ class TransformerStepDecoder : public decoding::StepDecoder {
   decoding::StepOutput step(const std::vector<int64_t>& tokens,
                             const std::vector<decoding::HypothesisState>& states,
                             int64_t step) override;
-  int64_t start_token() const override { return batched_seq2seq::kBos; }
-  int64_t end_token() const override { return batched_seq2seq::kEos; }
+  int64_t start_token() const override { return translation::kBos; }
+  int64_t end_token() const override { return translation::kEos; }
 
  private:
   Transformer& model_;

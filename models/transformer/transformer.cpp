@@ -16,9 +16,9 @@ namespace attograd::transformer {
 
 namespace {
 
-using batched_seq2seq::kBos;
-using batched_seq2seq::kEos;
-using batched_seq2seq::kPad;
+using translation::kBos;
+using translation::kEos;
+using translation::kPad;
 
 void check_options(const TransformerOptions& options) {
   check(options.source_vocabulary() > 0 && options.target_vocabulary() > 0,
@@ -136,11 +136,10 @@ Transformer::Transformer(const TransformerOptions& options, Generator& generator
   check_options(options);
   encoder = register_module("encoder", std::make_shared<TransformerEncoder>(options, generator));
   decoder = register_module("decoder", std::make_shared<TransformerDecoder>(options, generator));
-  batched_seq2seq::xavier_init_weights(*this, generator);
+  translation::xavier_init_weights(*this, generator);
 }
 
-std::shared_ptr<batched_seq2seq::BatchedTranslator> Transformer::replica(
-    Generator& generator) const {
+std::shared_ptr<translation::BatchedTranslator> Transformer::replica(Generator& generator) const {
   return std::make_shared<Transformer>(options_, generator);
 }
 

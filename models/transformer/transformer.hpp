@@ -35,7 +35,7 @@
 #include <string>
 #include <vector>
 
-#include "models/batched_seq2seq.hpp"
+#include "models/translation/batched_translator.hpp"
 #include "nn/embedding.hpp"
 #include "nn/linear.hpp"
 #include "nn/module.hpp"
@@ -44,7 +44,7 @@
 
 namespace attograd::transformer {
 
-using batched_seq2seq::Prediction;
+using translation::Prediction;
 
 struct TransformerOptions {
   TransformerOptions(int64_t source_vocabulary, int64_t target_vocabulary)
@@ -191,7 +191,7 @@ struct DecodeStep {
   Tensor attention;  // (N,S): the last block's encoder–decoder weights, mean of the heads
 };
 
-class Transformer : public batched_seq2seq::BatchedTranslator {
+class Transformer : public translation::BatchedTranslator {
  public:
   // Builds the layers from `generator`, then gives every Linear weight
   // Xavier-uniform values (d2l's xavier_init_weights).
@@ -210,7 +210,7 @@ class Transformer : public batched_seq2seq::BatchedTranslator {
       const decoding::BeamSearchOptions& options) override;
   int64_t source_vocabulary_size() const override { return options_.source_vocabulary(); }
   int64_t target_vocabulary_size() const override { return options_.target_vocabulary(); }
-  std::shared_ptr<batched_seq2seq::BatchedTranslator> replica(Generator& generator) const override;
+  std::shared_ptr<translation::BatchedTranslator> replica(Generator& generator) const override;
 
   // The encoder's output for one sentence as predict reads it: source_ids
   // cut or padded to num_steps -> outputs (1,S,d) and the valid length

@@ -10,11 +10,16 @@
 
 #include <algorithm>
 #include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <set>
 #include <tuple>
 #include <utility>
 
 namespace attograd::architecture {
+
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -472,6 +477,48 @@ std::string blank_comments_and_literals(std::string_view text) { return blank(te
 
 LayerMap learn_layers(const std::vector<SourceFile>& files) { return learn(scan(files)).map; }
 
+std::vector<SourceFile> load_source_tree(const std::string& root) {
+  std::vector<SourceFile> files;
+  for (std::string_view layer : kLayers) {
+    const fs::path folder = fs::path(root) / layer;
+    if (!fs::is_directory(folder)) continue;
+    for (const auto& entry : fs::recursive_directory_iterator(folder)) {
+      const std::string extension = entry.path().extension().string();
+      if (!entry.is_regular_file() || (extension != ".hpp" && extension != ".cpp")) continue;
+      std::ifstream in(entry.path(), std::ios::binary);
+      files.push_back({fs::relative(entry.path(), root).generic_string(),
+                       {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()}});
+    }
+  }
+  std::sort(files.begin(), files.end(),
+            [](const SourceFile& a, const SourceFile& b) { return a.path < b.path; });
+  return files;
+}
+
+std::vector<Include> find_includes(const SourceFile& file) {
+  std::vector<Include> includes;
+  const std::string code = blank_comments(file.text);
+  const std::string folder = file.path.substr(0, file.path.rfind('/') + 1);
+  size_t begin = 0;
+  for (int line = 1; begin < code.size(); ++line) {
+    const size_t end = std::min(code.find('\n', begin), code.size());
+    std::string_view text = std::string_view(code).substr(begin, end - begin);
+    begin = end + 1;
+    const size_t hash = text.find_first_not_of(" \t");
+    if (hash == std::string_view::npos || text[hash] != '#') continue;
+    text.remove_prefix(hash + 1);
+    text.remove_prefix(std::min(text.find_first_not_of(" \t"), text.size()));
+    if (!text.starts_with("include")) continue;
+    const size_t open = text.find('"');
+    const size_t close = text.find('"', open + 1);
+    if (open == std::string_view::npos || close == std::string_view::npos) continue;
+    std::string written(text.substr(open + 1, close - open - 1));
+    std::string path = written.starts_with(".") ? lexically_normal(folder + written) : written;
+    includes.push_back({line, std::move(written), std::move(path)});
+  }
+  return includes;
+}
+
 std::vector<Violation> find_layering_violations(const std::vector<SourceFile>& files) {
   const std::vector<ScannedFile> scanned = scan(files);
   const Learned learned = learn(scanned);
@@ -500,28 +547,12 @@ std::vector<Violation> find_layering_violations(const std::vector<SourceFile>& f
         violations.push_back({path, line, std::move(message)});
     };
 
-    // a. Includes (commented-out ones are not includes).
-    const std::string without_comments = blank_comments(f.file->text);
-    for (size_t line = 0; line < f.line_starts.size(); ++line) {
-      const size_t begin = f.line_starts[line];
-      const size_t end = line + 1 < f.line_starts.size() ? f.line_starts[line + 1] : f.code.size();
-      std::string_view text = std::string_view(without_comments).substr(begin, end - begin);
-      const size_t hash = text.find_first_not_of(" \t");
-      if (hash == std::string_view::npos || text[hash] != '#') continue;
-      text.remove_prefix(hash + 1);
-      text.remove_prefix(std::min(text.find_first_not_of(" \t"), text.size()));
-      if (!text.starts_with("include")) continue;
-      const size_t open = text.find('"');
-      const size_t close = text.find('"', open + 1);
-      if (open == std::string_view::npos || close == std::string_view::npos) continue;
-      const std::string included(text.substr(open + 1, close - open - 1));
-      const std::string folder = path.substr(0, path.rfind('/') + 1);
-      const std::string resolved =
-          included.starts_with(".") ? lexically_normal(folder + included) : included;
-      const int target = layer_of(resolved);
+    // a. Includes.
+    for (const Include& include : find_includes(*f.file)) {
+      const int target = layer_of(include.path);
       if (target > f.layer)
-        report(begin, "#include " + included,
-               fmt::format("includes \"{}\", in {}; {} may use only {}", included,
+        report(f.line_starts[static_cast<size_t>(include.line - 1)], "#include " + include.written,
+               fmt::format("includes \"{}\", in {}; {} may use only {}", include.written,
                            layer_folder(target), layer_folder(f.layer), allowed));
     }
 

@@ -24,8 +24,9 @@
 //   tensor/tensor.hpp:42: names 'Node', declared in autograd/ (autograd/node.hpp);
 //   tensor/ may use only tensor/
 //
-// Everything here is a pure function of the file texts it is given, so the
-// tests can feed it small invented trees as well as the real one.
+// Everything here but load_source_tree is a pure function of the file texts
+// it is given, so the tests can feed it small invented trees as well as the
+// real one.
 #pragma once
 
 #include <array>
@@ -52,6 +53,20 @@ struct Violation {
   std::string message;
   bool operator==(const Violation&) const = default;
 };
+
+// Every .hpp and .cpp under the six layer folders of the tree at `root`, with
+// paths relative to it ("autograd/fast/fast.hpp"), sorted by path.
+std::vector<SourceFile> load_source_tree(const std::string& root);
+
+// One `#include "…"` of a file (commented-out ones are not includes): its
+// 1-based line, the path as written, and that path resolved against the
+// repository root ("../nn/module.hpp" in autograd/x.hpp -> "nn/module.hpp").
+struct Include {
+  int line = 0;
+  std::string written;
+  std::string path;
+};
+std::vector<Include> find_includes(const SourceFile& file);
 
 // "tensor/tensor.hpp:42: names 'Node', declared in autograd/ …"
 std::string to_string(const Violation& violation);

@@ -29,25 +29,8 @@ using attograd::architecture::Violation;
 
 namespace {
 
-// Every .hpp and .cpp under the six layer folders of the real tree, with
-// paths relative to the repository root ("autograd/fast/fast.hpp").
 std::vector<SourceFile> load_source_tree() {
-  const fs::path root = ATTOGRAD_SOURCE_DIR;
-  std::vector<SourceFile> files;
-  for (std::string_view layer : kLayers) {
-    const fs::path folder = root / layer;
-    if (!fs::is_directory(folder)) continue;
-    for (const auto& entry : fs::recursive_directory_iterator(folder)) {
-      const std::string extension = entry.path().extension().string();
-      if (!entry.is_regular_file() || (extension != ".hpp" && extension != ".cpp")) continue;
-      std::ifstream in(entry.path(), std::ios::binary);
-      files.push_back({fs::relative(entry.path(), root).generic_string(),
-                       {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()}});
-    }
-  }
-  std::sort(files.begin(), files.end(),
-            [](const SourceFile& a, const SourceFile& b) { return a.path < b.path; });
-  return files;
+  return attograd::architecture::load_source_tree(ATTOGRAD_SOURCE_DIR);
 }
 
 std::vector<std::string> lines(const std::vector<Violation>& violations) {

@@ -280,11 +280,11 @@ TEST_CASE("attention_pool: the fused node equals mul, softmax and bmm", "[autogr
         if (scale.defined()) leaves.push_back(scale);
         Tensor fused_out, fused_weights, composed_out, composed_weights;
         const auto fused = gradients(leaves, false, [&] {
-          fused_out = fast::attention_pool(scores, values, scale, &fused_weights);
+          fused_out = attention_pool(scores, values, scale, &fused_weights);
           return sum(fused_out * upstream);
         });
         const auto composed = gradients(leaves, true, [&] {
-          composed_out = fast::attention_pool(scores, values, scale, &composed_weights);
+          composed_out = attention_pool(scores, values, scale, &composed_weights);
           return sum(composed_out * upstream);
         });
         // The weights come from the same softmax formula; the pooled sums and
@@ -311,14 +311,14 @@ TEST_CASE("attention_pool: the fused node equals mul, softmax and bmm", "[autogr
 
 TEST_CASE("attention_pool: shapes are checked, naming both", "[autograd][fast_paths]") {
   const Tensor scores = zeros({2, 1, 5});
-  CHECK_THROWS_WITH(fast::attention_pool(scores, zeros({2, 4, 1})),
+  CHECK_THROWS_WITH(attention_pool(scores, zeros({2, 4, 1})),
                     "attention_pool: scores (2,1,5) and values (2,4,1) must be (B,Tq,Tk) and "
                     "(B,Tk,dv), with the same batch B and one value per key (Tk)");
-  CHECK_THROWS_WITH(fast::attention_pool(zeros({2, 5}), zeros({2, 5, 1})),
+  CHECK_THROWS_WITH(attention_pool(zeros({2, 5}), zeros({2, 5, 1})),
                     Catch::StartsWith("attention_pool: scores (2,5) and values (2,5,1)"));
-  CHECK_THROWS_WITH(fast::attention_pool(Tensor(), zeros({2, 5, 1})),
+  CHECK_THROWS_WITH(attention_pool(Tensor(), zeros({2, 5, 1})),
                     Catch::StartsWith("attention_pool: got an undefined tensor"));
-  CHECK_THROWS_WITH(fast::attention_pool(scores, zeros({2, 5, 1}), zeros({3})),
+  CHECK_THROWS_WITH(attention_pool(scores, zeros({2, 5, 1}), zeros({3})),
                     "attention_pool: scale (3) must be one number or one per key (5) for scores "
                     "(2,1,5)");
 }

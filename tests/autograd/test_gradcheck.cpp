@@ -415,21 +415,6 @@ std::vector<GradcheckRow> gradcheck_table() {
        {{any_values({2, 3}), any_values({2, 4}), any_values({12, 3}), any_values({12, 4})}},
        "smooth"});
 
-  rows.push_back(
-      {"gru_cell_projected: the input's projection given, two steps sharing W_hh",
-       [](const Inputs& x) {
-         Tensor h = x[1];
-         for (int t = 0; t < 2; ++t) h = gru_cell_projected(select(x[0], 0, t), h, x[2], x[3]);
-         return h;
-       },
-       {{any_values({2, 2, 12}), any_values({2, 4}), any_values({12, 4}), any_values({12})},
-        {any_values({2, 1, 27}), any_values({1, 9}), any_values({27, 9}), any_values({27})}},
-       "smooth; W_hh's gradient is the sum of two products"});
-  rows.push_back({"gru_cell_projected: without a bias",
-                  [](const Inputs& x) { return gru_cell_projected(x[0], x[1], x[2], Tensor()); },
-                  {{any_values({3, 15}), any_values({3, 5}), any_values({15, 5})}},
-                  "smooth"});
-
   rows.push_back({"gru_sequence",
                   [](const Inputs& x) { return gru_sequence(x[0], x[1], x[2], x[3], x[4], x[5]); },
                   {{any_values({3, 2, 4}), any_values({2, 5}), any_values({15, 4}),
@@ -486,7 +471,7 @@ std::vector<GradcheckRow> gradcheck_table() {
                       const NoGradGuard no_grad;
                       values = linear(x[0], x[1], x[2]);
                     }
-                    return fast::linear_with_values(x[0], x[1], x[2], values);
+                    return linear_with_values(x[0], x[1], x[2], values);
                   },
                   {{any_values({3, 7}), any_values({5, 7}), any_values({5})},
                    {any_values({1, 9}), any_values({17, 9}), any_values({17})}},
@@ -558,7 +543,7 @@ std::vector<GradcheckRow> gradcheck_table() {
   // registers (W = 8 doubles): Tk 7, 8, 9 and 17 there, 40 past it; dv 4
   // takes the row-by-row path. On the reference path it is mul, softmax and bmm.
   rows.push_back({"attention_pool: softmax over the keys, the weighted sum of the values",
-                  [](const Inputs& x) { return fast::attention_pool(x[0], x[1]) * x[2]; },
+                  [](const Inputs& x) { return attention_pool(x[0], x[1]) * x[2]; },
                   {{any_values({2, 3, 7}), any_values({2, 7, 1}), any_values({2, 3, 1})},
                    {any_values({1, 1, 8}), any_values({1, 8, 1}), any_values({1, 1, 1})},
                    {any_values({3, 1, 9}), any_values({3, 9, 1}), any_values({3, 1, 1})},
@@ -569,8 +554,8 @@ std::vector<GradcheckRow> gradcheck_table() {
                   "smooth"});
   rows.push_back({"attention_pool: scaled by one factor, and by one per key",
                   [](const Inputs& x) {
-                    return fast::attention_pool(x[0], x[1], x[2]) * x[3] +
-                           fast::attention_pool(x[0], x[1], x[4]) * x[3];
+                    return attention_pool(x[0], x[1], x[2]) * x[3] +
+                           attention_pool(x[0], x[1], x[4]) * x[3];
                   },
                   {{any_values({2, 3, 7}), any_values({2, 7, 1}), any_values({1}),
                     any_values({2, 3, 1}), any_values({7})},
@@ -583,7 +568,7 @@ std::vector<GradcheckRow> gradcheck_table() {
                   "smooth"});
   rows.push_back(
       {"attention_pool: scores read through a transposed view",
-       [](const Inputs& x) { return fast::attention_pool(transpose(x[0], 1, 2), x[1]) * x[2]; },
+       [](const Inputs& x) { return attention_pool(transpose(x[0], 1, 2), x[1]) * x[2]; },
        {{any_values({2, 9, 3}), any_values({2, 9, 1}), any_values({2, 3, 1})}},
        "smooth"});
   for (const Reduction reduction : {Reduction::none, Reduction::sum, Reduction::mean}) {

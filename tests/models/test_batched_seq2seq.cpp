@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "autograd/ops.hpp"
-#include "models/batched_seq2seq.hpp"
+#include "models/batched_seq2seq/batched_seq2seq.hpp"
 #include "models/text/batching.hpp"
 #include "models/text/normalize.hpp"
 #include "models/text/pairs.hpp"
@@ -32,6 +32,7 @@
 
 using namespace attograd;
 using namespace attograd::batched_seq2seq;
+using namespace attograd::translation;
 using Catch::Matchers::Contains;
 using testing::max_difference;
 using testing::shipped_pairs;
@@ -387,12 +388,12 @@ TEST_CASE("BatchedSeq2Seq: a short training run overfits 64 pairs and translates
   // A prediction's attention: one row per step, over the valid source positions only.
   const SentenceTranslation translation = translate_sentence(
       model, data.source_vocabulary, data.target_vocabulary, pairs.front().source, 10);
-  const Prediction& prediction = translation.prediction;
-  CHECK(prediction.reached_eos);
-  CHECK(prediction.steps == static_cast<int64_t>(prediction.ids.size()) + 1);
-  REQUIRE(prediction.attention.size() == static_cast<size_t>(prediction.steps * 10));
+  const decoding::Hypothesis& prediction = translation.best;
+  CHECK(prediction.reached_end);
+  CHECK(prediction.length == static_cast<int64_t>(prediction.tokens.size()) + 1);
+  REQUIRE(prediction.attention.size() == static_cast<size_t>(prediction.length * 10));
   const auto valid = static_cast<int64_t>(translation.source_words.size()) + 1;  // + <eos>
-  for (int64_t step = 0; step < prediction.steps; ++step) {
+  for (int64_t step = 0; step < prediction.length; ++step) {
     double total = 0;
     for (int64_t s = 0; s < 10; ++s) {
       const double w = prediction.attention[static_cast<size_t>(step * 10 + s)];

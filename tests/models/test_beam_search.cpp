@@ -26,9 +26,9 @@
 
 #include "autograd/engine.hpp"
 #include "autograd/ops.hpp"
-#include "models/batched_beam_decoder.hpp"
-#include "models/batched_seq2seq.hpp"
-#include "models/seq2seq.hpp"
+#include "models/batched_seq2seq/batched_seq2seq.hpp"
+#include "models/batched_seq2seq/beam_decoder.hpp"
+#include "models/seq2seq/seq2seq.hpp"
 #include "models/transformer/beam_decoder.hpp"
 #include "models/transformer/transformer.hpp"
 #include "models/translation/beam_search.hpp"
@@ -302,8 +302,8 @@ std::vector<Sequence> transformer_exhaustive(transformer::Transformer& model,
 
 // For a model of the batched loop: beam search with K = 1 gives exactly
 // predict's ids, steps, attention rows and log-probability, on four sources.
-void require_beam_one_is_greedy(batched_seq2seq::BatchedTranslator& model) {
-  using namespace batched_seq2seq;
+void require_beam_one_is_greedy(translation::BatchedTranslator& model) {
+  using namespace translation;
   const std::vector<std::vector<int64_t>> sources = {
       {3, kEos}, {4, 5, 6, kEos}, {6, 7, 8, 9, 10, 11, kEos}, {kEos}};
   for (const std::vector<int64_t>& source : sources) {
@@ -311,11 +311,11 @@ void require_beam_one_is_greedy(batched_seq2seq::BatchedTranslator& model) {
     const std::vector<Hypothesis> beam =
         model.beam_predict(source, 6, BeamSearchOptions().beam_size(1));
     REQUIRE(beam.size() == 1);
-    const Prediction best = to_prediction(beam[0]);
-    CHECK(best.ids == greedy.ids);
-    CHECK(best.reached_eos == greedy.reached_eos);
-    CHECK(best.steps == greedy.steps);
-    CHECK(best.source_positions == greedy.source_positions);
+    const Hypothesis& best = beam[0];
+    CHECK(best.tokens == greedy.ids);
+    CHECK(best.reached_end == greedy.reached_eos);
+    CHECK(best.length == greedy.steps);
+    CHECK(best.attention_width == greedy.source_positions);
     CHECK(best.attention == greedy.attention);
     CHECK(best.log_probability == greedy.log_probability);
     CHECK(greedy.log_probability < 0);
@@ -325,8 +325,8 @@ void require_beam_one_is_greedy(batched_seq2seq::BatchedTranslator& model) {
 // For a model of the batched loop in training mode: a beam of 4 gives 4
 // distinct ranked hypotheses with one attention row per step, and leaves the
 // model in training mode; a negative α is refused.
-void require_distinct_in_eval_mode(batched_seq2seq::BatchedTranslator& model) {
-  using batched_seq2seq::kEos;
+void require_distinct_in_eval_mode(translation::BatchedTranslator& model) {
+  using translation::kEos;
   model.train();
   const std::vector<Hypothesis> best =
       model.beam_predict({4, 5, kEos}, 6, BeamSearchOptions().beam_size(4));
@@ -497,10 +497,10 @@ TEST_CASE("beam search with K = 1 is the tutorial's greedy decoding, both decode
         const std::vector<Hypothesis> beam =
             seq2seq::beam_translate(model, source, BeamSearchOptions().beam_size(1));
         REQUIRE(beam.size() == 1);
-        const seq2seq::Translation best = seq2seq::to_translation(beam[0]);
-        CHECK(best.words == greedy.words);
-        CHECK(best.reached_eos == greedy.reached_eos);
-        CHECK(best.steps == greedy.steps);
+        const Hypothesis& best = beam[0];
+        CHECK(best.tokens == greedy.words);
+        CHECK(best.reached_end == greedy.reached_eos);
+        CHECK(best.length == greedy.steps);
         CHECK(best.attention == greedy.attention);
         CHECK(best.log_probability == greedy.log_probability);
         CHECK(beam[0].attention_width == 5);

@@ -19,13 +19,13 @@
 #include <vector>
 
 #include "autograd/fast/fast.hpp"
-#include "models/batched_seq2seq.hpp"
-#include "models/nw_regression.hpp"
-#include "models/seq2seq.hpp"
+#include "models/batched_seq2seq/batched_seq2seq.hpp"
+#include "models/nw_regression/nw_regression.hpp"
+#include "models/seq2seq/corpus.hpp"
+#include "models/seq2seq/seq2seq.hpp"
+#include "models/seq2seq/training.hpp"
 #include "models/text/batching.hpp"
 #include "models/text/pairs.hpp"
-#include "models/translation/corpus.hpp"
-#include "models/translation/training.hpp"
 #include "tests/support/tensor_checks.hpp"
 
 using namespace attograd;
@@ -101,8 +101,8 @@ TEST_CASE("fast paths: 20 batched-recipe steps equal the reference path's",
                                                data.target_vocabulary.size()),
         generator);  // d2l's sizes: embed 32, hidden 32, two layers, dropout 0.1
     // One epoch of 320 pairs in batches of 16: 20 Adam steps.
-    const batched_seq2seq::TrainingReport report = batched_seq2seq::train(
-        model, data, batched_seq2seq::BatchedTrainingOptions().epochs(1).batch_size(16).seed(2));
+    const translation::TrainingReport report = translation::train(
+        model, data, translation::BatchedTrainingOptions().epochs(1).batch_size(16).seed(2));
     return std::make_pair(report.final_loss, model.parameters());
   };
   const auto [fast_loss, fast_parameters] = run(false);

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "attograd.hpp"
-#include "models/nw_regression.hpp"
+#include "models/nw_regression/nw_regression.hpp"
 #include "nn/optim.hpp"
 
 using namespace attograd;

@@ -24,10 +24,10 @@
 #include "autograd/gradcheck.hpp"
 #include "autograd/ops.hpp"
 #include "autograd/ops_gru.hpp"
-#include "models/seq2seq.hpp"
+#include "models/seq2seq/corpus.hpp"
+#include "models/seq2seq/seq2seq.hpp"
+#include "models/seq2seq/training.hpp"
 #include "models/text/normalize.hpp"
-#include "models/translation/corpus.hpp"
-#include "models/translation/training.hpp"
 #include "nn/checkpoint.hpp"
 #include "nn/dropout.hpp"
 #include "nn/embedding.hpp"
@@ -635,7 +635,7 @@ TEST_CASE("save -> load gives identical translations", "[seq2seq]") {
       const SentenceTranslation b =
           translate_sentence(*loaded, read.source_vocabulary, read.target_vocabulary, pair.source);
       CHECK(a.output_words == b.output_words);
-      CHECK(a.decoded.attention == b.decoded.attention);
+      CHECK(a.best.attention == b.best.attention);
     }
   }
 }
@@ -729,8 +729,8 @@ TEST_CASE("an unknown word is mapped to <unk> and reported, not fatal", "[seq2se
       translate_sentence(model, corpus.source, corpus.target, "zorglub blorp .");
   CHECK(translation.unknown_words == std::vector<std::string>{"zorglub", "blorp"});
   CHECK(translation.source_words.size() == 3);
-  CHECK(translation.decoded.steps >= 1);
-  CHECK(translation.decoded.steps <= 10);
+  CHECK(translation.best.length >= 1);
+  CHECK(translation.best.length <= 10);
 
   const EncodedSentence encoded = encode_sentence(corpus.source, "zorglub .");
   CHECK(encoded.ids == std::vector<int64_t>{kUnknown, corpus.source.index("."), kEos});
@@ -750,10 +750,10 @@ TEST_CASE("evaluate scores each source against all of its references", "[seq2seq
   std::vector<text::SentencePair> pairs = corpus.pairs;
   pairs.push_back({corpus.pairs[0].source, "another reference ."});
   const Evaluation evaluation = evaluate(model, corpus.source, corpus.target, pairs);
-  REQUIRE(evaluation.examples.size() == 6);
-  CHECK(evaluation.examples[0].references.size() == 2);
-  CHECK(evaluation.bleu.score >= 0);
-  CHECK(evaluation.bleu.score <= 1);
+  REQUIRE(evaluation.pairs.size() == 6);
+  CHECK(evaluation.pairs[0].references.size() == 2);
+  CHECK(evaluation.corpus.score >= 0);
+  CHECK(evaluation.corpus.score <= 1);
 }
 
 TEST_CASE("the shipped data gives the tutorial's corpus", "[seq2seq]") {

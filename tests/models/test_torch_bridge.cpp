@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "attograd.hpp"
-#include "models/seq2seq.hpp"
+#include "models/seq2seq/seq2seq.hpp"
+#include "models/seq2seq/training.hpp"
 #include "models/text/normalize.hpp"
-#include "models/translation/training.hpp"
 #include "tests/support/program.hpp"
 
 using namespace attograd;

@@ -19,17 +19,18 @@
 #include "models/text/normalize.hpp"
 #include "models/text/pairs.hpp"
 #include "models/transformer/transformer.hpp"
+#include "models/translation/batched_translator.hpp"
 #include "tensor/factory.hpp"
 #include "tests/support/tensor_checks.hpp"
 #include "tests/support/thread_settings.hpp"
 
 using namespace attograd;
 using namespace attograd::transformer;
-using batched_seq2seq::kBos;
-using batched_seq2seq::kPad;
 using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
 using testing::max_difference;
+using translation::kBos;
+using translation::kPad;
 
 namespace {
 
@@ -111,8 +112,8 @@ TEST_CASE("Transformer: a short training run overfits 64 pairs and translates th
       TransformerOptions(data.source_vocabulary.size(), data.target_vocabulary.size()).dropout(0),
       generator);
   constexpr int64_t kEpochs = 60;
-  const batched_seq2seq::TrainingReport report = batched_seq2seq::train(
-      model, data, batched_seq2seq::BatchedTrainingOptions().epochs(kEpochs).lr(0.01));
+  const translation::TrainingReport report = translation::train(
+      model, data, translation::BatchedTrainingOptions().epochs(kEpochs).lr(0.01));
   INFO("first loss " << report.epochs.front().loss << ", last " << report.final_loss);
   CHECK(report.final_loss < 0.1 * report.epochs.front().loss);
   std::vector<text::SentencePair> pairs;
@@ -126,10 +127,10 @@ TEST_CASE("Transformer: a short training run overfits 64 pairs and translates th
     }
     pairs.push_back({text::join_words(source), text::join_words(target)});
   }
-  const batched_seq2seq::Evaluation evaluation =
-      batched_seq2seq::evaluate(model, data.source_vocabulary, data.target_vocabulary, pairs, 10);
+  const translation::Evaluation evaluation =
+      translation::evaluate(model, data.source_vocabulary, data.target_vocabulary, pairs, 10);
   int64_t exact = 0;
-  for (const batched_seq2seq::EvaluatedPair& pair : evaluation.pairs) {
+  for (const translation::EvaluatedPair& pair : evaluation.pairs) {
     exact += std::find(pair.references.begin(), pair.references.end(), pair.output) !=
              pair.references.end();
   }
@@ -151,9 +152,9 @@ TEST_CASE("Transformer: two replicas train as the model alone, the same on 1 or 
             .ffn_num_hiddens(16)
             .dropout(0),
         generator);
-    batched_seq2seq::train(
+    translation::train(
         model, data,
-        batched_seq2seq::BatchedTrainingOptions().epochs(2).batch_size(16).replicas(replicas));
+        translation::BatchedTrainingOptions().epochs(2).batch_size(16).replicas(replicas));
     return testing::values_of(model.parameters());
   };
   const std::vector<real> alone = run(1, 1);
@@ -166,7 +167,7 @@ TEST_CASE("Transformer: two replicas train as the model alone, the same on 1 or 
 TEST_CASE("Transformer: predict keeps every head's weights", "[transformer_model]") {
   Generator generator(4);
   Transformer model(small_options(), generator);
-  const batched_seq2seq::Prediction prediction = model.predict({4, 5, 3}, 6);
+  const translation::Prediction prediction = model.predict({4, 5, 3}, 6);
   const int64_t steps = prediction.steps;
   REQUIRE(steps >= 1);
   CHECK(prediction.attention.size() == static_cast<size_t>(steps * 6));
@@ -204,7 +205,7 @@ TEST_CASE("Transformer: decode_step of several hypotheses equals each alone, and
   const std::vector<int64_t> source = text::truncate_pad({4, 5, 6, 3}, 6, kPad);
   const Tensor encoded = model.encoder->forward(source, {1, 6}, {4});
   // Greedy through decode_step: the same ids as predict.
-  const batched_seq2seq::Prediction greedy = model.predict({4, 5, 6, 3}, 6);
+  const translation::Prediction greedy = model.predict({4, 5, 6, 3}, 6);
   std::vector<std::vector<Tensor>> caches(1);
   int64_t token = kBos;
   std::vector<int64_t> ids;
@@ -212,7 +213,7 @@ TEST_CASE("Transformer: decode_step of several hypotheses equals each alone, and
     const DecodeStep result = model.decode_step(encoded, 4, {token}, caches, step);
     caches = result.caches;
     token = argmax(result.log_probs, 1).front();
-    if (token == batched_seq2seq::kEos) break;
+    if (token == translation::kEos) break;
     ids.push_back(token);
   }
   CHECK(ids == greedy.ids);

@@ -1,5 +1,5 @@
-// models/translation/training.cpp — the training loop and the checkpoints.
-#include "models/translation/training.hpp"
+// models/seq2seq/training.cpp — the training loop and the checkpoints.
+#include "models/seq2seq/training.hpp"
 
 #include <chrono>
 #include <nlohmann/json.hpp>

@@ -1,5 +1,5 @@
-// models/batched_beam_decoder.hpp — d2l's batched Bahdanau decoder
-// (models/batched_seq2seq.hpp) driven by beam search
+// models/batched_seq2seq/beam_decoder.hpp — d2l's batched Bahdanau decoder
+// (models/batched_seq2seq/batched_seq2seq.hpp) driven by beam search
 // (models/translation/beam_search.hpp).
 //
 //   std::vector<decoding::Hypothesis> best =
@@ -21,7 +21,7 @@
 #include <map>
 #include <vector>
 
-#include "models/batched_seq2seq.hpp"
+#include "models/batched_seq2seq/batched_seq2seq.hpp"
 #include "models/translation/beam_search.hpp"
 
 namespace attograd::batched_seq2seq {
@@ -54,10 +54,5 @@ std::vector<decoding::Hypothesis> beam_predict(BatchedSeq2Seq& model,
                                                const std::vector<int64_t>& source_ids,
                                                int64_t num_steps,
                                                const decoding::BeamSearchOptions& options);
-
-// A hypothesis as a Prediction (ids, <eos> flag, attention rows), and a
-// greedy Prediction as a hypothesis scored with length penalty α.
-Prediction to_prediction(const decoding::Hypothesis& hypothesis);
-decoding::Hypothesis to_hypothesis(const Prediction& prediction, double alpha);
 
 }  // namespace attograd::batched_seq2seq

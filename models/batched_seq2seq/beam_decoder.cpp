@@ -1,9 +1,9 @@
-// models/batched_beam_decoder.cpp — one decoder step for the N hypotheses of
+// models/batched_seq2seq/beam_decoder.cpp — one decoder step for the N hypotheses of
 // a sentence as a batch of N rows, and beam search over it.
 //
 // Legend: N hypotheses in a step, S source positions, L GRU layers, H hidden
 // size, V_tgt the target vocabulary size.
-#include "models/batched_beam_decoder.hpp"
+#include "models/batched_seq2seq/beam_decoder.hpp"
 
 #include "autograd/engine.hpp"
 #include "autograd/ops.hpp"
@@ -73,30 +73,6 @@ std::vector<decoding::Hypothesis> BatchedSeq2Seq::beam_predict(
     const std::vector<int64_t>& source_ids, int64_t num_steps,
     const decoding::BeamSearchOptions& options) {
   return batched_seq2seq::beam_predict(*this, source_ids, num_steps, options);
-}
-
-Prediction to_prediction(const decoding::Hypothesis& hypothesis) {
-  Prediction prediction;
-  prediction.ids = hypothesis.tokens;
-  prediction.reached_eos = hypothesis.reached_end;
-  prediction.attention = hypothesis.attention;
-  prediction.steps = hypothesis.length;
-  prediction.source_positions = hypothesis.attention_width;
-  prediction.log_probability = hypothesis.log_probability;
-  return prediction;
-}
-
-decoding::Hypothesis to_hypothesis(const Prediction& prediction, double alpha) {
-  decoding::Hypothesis hypothesis;
-  hypothesis.tokens = prediction.ids;
-  hypothesis.reached_end = prediction.reached_eos;
-  hypothesis.log_probability = prediction.log_probability;
-  hypothesis.length = prediction.steps;
-  hypothesis.score =
-      decoding::length_penalized_score(prediction.log_probability, prediction.steps, alpha);
-  hypothesis.attention = prediction.attention;
-  hypothesis.attention_width = prediction.source_positions;
-  return hypothesis;
 }
 
 }  // namespace attograd::batched_seq2seq

@@ -1,4 +1,4 @@
-// models/translation/corpus.hpp — the tutorial's sentence pairs made ready
+// models/seq2seq/corpus.hpp — the tutorial's sentence pairs made ready
 // for Seq2Seq, and translation (greedy or beam search) and BLEU on top of a
 // trained model.
 //
@@ -21,13 +21,17 @@
 #include <string_view>
 #include <vector>
 
-#include "models/seq2seq.hpp"
+#include "models/seq2seq/seq2seq.hpp"
 #include "models/text/bleu.hpp"
 #include "models/text/pairs.hpp"
 #include "models/text/vocabulary.hpp"
 #include "models/translation/beam_search.hpp"
+#include "models/translation/translation.hpp"
 
 namespace attograd::seq2seq {
+
+using translation::Evaluation;
+using translation::SentenceTranslation;
 
 struct CorpusOptions {
   // The Tatoeba file: english<TAB>french[<TAB>attribution] per line.
@@ -106,17 +110,6 @@ std::vector<EncodedPair> encode_pairs(const std::vector<text::SentencePair>& pai
 
 // ---------------------------------------------------------------- using a model
 
-// What translate_sentence did with one normalised sentence.
-struct SentenceTranslation {
-  std::vector<std::string> source_words;   // the words the encoder read (EOS not included)
-  std::vector<std::string> output_words;   // the translation (EOS not included)
-  std::vector<std::string> unknown_words;  // source words that became <unk>
-  int64_t dropped_words = 0;               // words beyond MAX_LENGTH − 1 that were cut off
-  Translation decoded;                     // the best: ids and attention rows (decoded.steps × L)
-  // The K best translations with their scores, best first (greedy: the one).
-  std::vector<decoding::ScoredWords> nbest;
-};
-
 // Translation of a normalised sentence: encode (unknown words -> <unk>), keep
 // the first L − 1 words so that the sentence and its EOS fit the encoder,
 // decode — greedily (Seq2Seq::translate) when the beam size is 1, else by
@@ -127,25 +120,10 @@ SentenceTranslation translate_sentence(Seq2Seq& model, const text::Vocabulary& s
                                        std::string_view normalized_sentence,
                                        const decoding::BeamSearchOptions& beam = {});
 
-// One source sentence of an evaluation set with all its references.
-struct EvaluationExample {
-  std::string source;
-  std::vector<std::string> references;
-  std::string output;
-  std::vector<decoding::ScoredWords> nbest;  // the K best, best first (output is the first)
-};
-
-struct Evaluation {
-  text::BleuDetails bleu;                   // corpus BLEU-4 over the distinct sources
-  std::vector<EvaluationExample> examples;  // one per distinct source, in first-seen order
-  int64_t unknown_words = 0;                // source words encoded as <unk>
-  int64_t dropped_words = 0;                // source words cut off at MAX_LENGTH − 1
-};
-
 // Translates every distinct source sentence of `pairs` (greedily, or by beam
-// search when beam.beam_size() > 1) and scores the outputs with corpus
-// BLEU-4, each against all the targets its source has in `pairs` (the split
-// keeps a source's translations together).
+// search when beam.beam_size() > 1) and scores the outputs
+// (translation::evaluate_translations), each against all the targets its
+// source has in `pairs` (the split keeps a source's translations together).
 Evaluation evaluate(Seq2Seq& model, const text::Vocabulary& source_vocabulary,
                     const text::Vocabulary& target_vocabulary,
                     const std::vector<text::SentencePair>& pairs,

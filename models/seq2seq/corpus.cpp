@@ -1,6 +1,6 @@
-// models/translation/corpus.cpp — the tutorial's data recipe, translation of
+// models/seq2seq/corpus.cpp — the tutorial's data recipe, translation of
 // text (greedy or beam search), and BLEU over a set of pairs.
-#include "models/translation/corpus.hpp"
+#include "models/seq2seq/corpus.hpp"
 
 #include <algorithm>
 #include <map>
@@ -83,13 +83,12 @@ SentenceTranslation translate_sentence(Seq2Seq& model, const text::Vocabulary& s
   std::vector<decoding::Hypothesis> hypotheses;
   if (beam.beam_size() == 1) {
     decoding::check_options(beam);
-    result.decoded = model.translate(encoded.ids);
-    hypotheses.push_back(to_hypothesis(result.decoded, beam.length_penalty()));
+    hypotheses.push_back(to_hypothesis(model.translate(encoded.ids), beam.length_penalty()));
   } else {
     hypotheses = beam_translate(model, encoded.ids, beam);
-    result.decoded = to_translation(hypotheses.front());
   }
-  result.output_words = target_vocabulary.decode(result.decoded.words);
+  result.best = hypotheses.front();
+  result.output_words = target_vocabulary.decode(result.best.tokens);
   result.nbest = decoding::in_words(hypotheses, target_vocabulary);
   return result;
 }
@@ -98,32 +97,9 @@ Evaluation evaluate(Seq2Seq& model, const text::Vocabulary& source_vocabulary,
                     const text::Vocabulary& target_vocabulary,
                     const std::vector<text::SentencePair>& pairs,
                     const decoding::BeamSearchOptions& beam) {
-  // Group the references by source, keeping the sources' first-seen order.
-  Evaluation evaluation;
-  std::map<std::string, size_t, std::less<>> example_of;
-  for (const text::SentencePair& pair : pairs) {
-    auto [it, inserted] = example_of.try_emplace(pair.source, evaluation.examples.size());
-    if (inserted) evaluation.examples.push_back(EvaluationExample{pair.source, {}, "", {}});
-    evaluation.examples[it->second].references.push_back(pair.target);
-  }
-  std::vector<std::vector<text::Words>> references;
-  std::vector<text::Words> hypotheses;
-  for (EvaluationExample& example : evaluation.examples) {
-    const SentenceTranslation translation =
-        translate_sentence(model, source_vocabulary, target_vocabulary, example.source, beam);
-    evaluation.unknown_words += static_cast<int64_t>(translation.unknown_words.size());
-    evaluation.dropped_words += translation.dropped_words;
-    example.output = text::join_words(translation.output_words);
-    example.nbest = translation.nbest;
-    hypotheses.push_back(translation.output_words);
-    std::vector<text::Words> words;
-    for (const std::string& reference : example.references) {
-      words.push_back(text::split_words(reference));
-    }
-    references.push_back(std::move(words));
-  }
-  evaluation.bleu = text::corpus_bleu_details(references, hypotheses);
-  return evaluation;
+  return translation::evaluate_translations(pairs, [&](const std::string& source) {
+    return translate_sentence(model, source_vocabulary, target_vocabulary, source, beam);
+  });
 }
 
 }  // namespace attograd::seq2seq

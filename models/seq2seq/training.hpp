@@ -1,4 +1,4 @@
-// models/translation/training.hpp — the tutorial's trainIters, with
+// models/seq2seq/training.hpp — the tutorial's trainIters, with
 // checkpoints that resume exactly.
 //
 //   Corpus corpus = load_corpus(CorpusOptions());
@@ -29,9 +29,9 @@
 #include <string>
 #include <vector>
 
-#include "models/seq2seq.hpp"
+#include "models/seq2seq/corpus.hpp"
+#include "models/seq2seq/seq2seq.hpp"
 #include "models/text/vocabulary.hpp"
-#include "models/translation/corpus.hpp"
 #include "nn/optim.hpp"
 
 namespace attograd::seq2seq {

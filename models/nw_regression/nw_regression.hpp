@@ -1,4 +1,4 @@
-// models/nw_regression.hpp — attention pooling as Nadaraya–Watson kernel
+// models/nw_regression/nw_regression.hpp — attention pooling as Nadaraya–Watson kernel
 // regression (d2l §10.2, and the study note «NLP学习记录八：理解注意力机制»,
 // scongx, CSDN blog).
 //

@@ -1,7 +1,7 @@
-// models/nw_regression.cpp — the data, the four estimators, and the
+// models/nw_regression/nw_regression.cpp — the data, the four estimators, and the
 // leave-one-out SGD training of the learned attention width (see the header
 // for the maths).
-#include "models/nw_regression.hpp"
+#include "models/nw_regression/nw_regression.hpp"
 
 #include <fmt/format.h>
 
@@ -10,7 +10,6 @@
 #include <ctime>
 #include <limits>
 
-#include "autograd/fast/fused.hpp"
 #include "autograd/ops.hpp"
 #include "nn/loss.hpp"
 #include "nn/optim.hpp"
@@ -232,9 +231,9 @@ Tensor NWKernelRegression::forward(const Tensor& queries, const Tensor& keys,
 //   s = −(x − k)²/2 · w²                                   (Q,1,K), w² broadcast along K
 //   α = softmax_k(s)                                       (Q,1,K)
 //   f̂ = bmm(α, v)                                          (Q,1,K) @ (Q,K,1) → (Q,1,1)
-// The three lines are attention pooling with w² as the scores' scale, which
-// fast::attention_pool (autograd/fast/fused.hpp) records as one node; on the
-// reference path it is those three ops.
+// The three lines are attention pooling with w² as the scores' scale: the op
+// attention_pool, one fused node on the fast path, those three ops on the
+// reference path.
 Tensor NWKernelRegression::attend(const Tensor& scores_unscaled, const Tensor& values) {
   const bool shapes_ok =
       scores_unscaled.defined() && values.defined() && scores_unscaled.dim() == 3 &&
@@ -251,7 +250,7 @@ Tensor NWKernelRegression::attend(const Tensor& scores_unscaled, const Tensor& v
         "(weight_count 1) or one entry per key",
         options_.weight_count(), k);
 
-  return fast::attention_pool(scores_unscaled, values, w * w, &attention_weights_);  // (Q,1,1)
+  return attention_pool(scores_unscaled, values, w * w, &attention_weights_);  // (Q,1,1)
 }
 
 Tensor NWKernelRegression::attention_weights() const {

@@ -1,4 +1,4 @@
-// models/seq2seq.hpp — the PyTorch seq2seq tutorial's translator: a GRU
+// models/seq2seq/seq2seq.hpp — the PyTorch seq2seq tutorial's translator: a GRU
 // encoder and a GRU decoder with attention, one sentence at a time.
 //
 // Legend: S source length (the words plus EOS, S ≤ L), T decoder steps,
@@ -15,7 +15,7 @@
 //   step.attention;   // (1,L), each row sums to 1
 //
 // The encoder's output and the attention's memory are the forms both
-// translators share (models/encoder_decoder.hpp), with a batch of one:
+// translators share (models/translation/encoder_decoder.hpp), with a batch of one:
 // encoded.outputs is (1,L,H) and encoded.valid_lens is {S}.
 //
 // Two decoders share one interface (AttentionDecoder):
@@ -44,6 +44,9 @@
 //   models/seq2seq/bahdanau_decoder.hpp   BahdanauAttnDecoder
 //   models/seq2seq/model.hpp              Seq2Seq (pair_loss, translate), its options, kSos / kEos
 //   models/seq2seq/beam_decoder.hpp       beam_translate: beam search over either decoder
+//   models/seq2seq/corpus.hpp             the tutorial's data (load_corpus), translate_sentence,
+//                                         evaluate
+//   models/seq2seq/training.hpp           Trainer (the tutorial's trainIters), checkpoints
 #pragma once
 
 #include "models/seq2seq/bahdanau_decoder.hpp"

@@ -1,7 +1,8 @@
-// models/encoder_decoder.hpp — what an encoder hands its decoder, in the one
-// form both translators share: the tutorial's (models/seq2seq.hpp), which
-// reads one sentence at a time and so has a batch of one, and d2l's batched
-// one (models/batched_seq2seq.hpp).
+// models/translation/encoder_decoder.hpp — what an encoder hands its
+// decoder, in the one form both GRU translators share: the tutorial's
+// (models/seq2seq/seq2seq.hpp), which reads one sentence at a time and so has
+// a batch of one, and d2l's batched one
+// (models/batched_seq2seq/batched_seq2seq.hpp).
 //
 // Legend: B batch (1 in the tutorial), S source positions (the tutorial's
 // MAX_LENGTH L, d2l's num_steps T), H hidden size, layers the GRU's layers
