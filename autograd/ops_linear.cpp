@@ -3,7 +3,9 @@
 
 #include "autograd/engine.hpp"
 #include "autograd/fast/forward_values.hpp"
+#include "autograd/fast/sentence_products.hpp"
 #include "autograd/op_helpers.hpp"
+#include "autograd/ops.hpp"
 #include "tensor/kernels.hpp"
 
 namespace attograd {
@@ -119,6 +121,22 @@ Tensor linear_columns(const Tensor& x_in, const Tensor& weight_in, int64_t first
     return Gradients{dx, dweight, dbias};
   };
   return record("linear_columns", std::move(y), {x_in, weight_in, bias_in}, std::move(gradients));
+}
+
+KnownInputsLinear::KnownInputsLinear(std::vector<Tensor> known, Tensor weight, Tensor bias)
+    : known_(std::move(known)), weight_(std::move(weight)), bias_(std::move(bias)) {
+  if (fast::sentence_products() && !known_.empty()) {
+    known_part_ = linear_columns(cat(known_, 0), weight_, 0, bias_);  // (T,out)
+  }
+}
+
+Tensor KnownInputsLinear::step(int64_t t, const Tensor& b) const {
+  check(t >= 0 && t < static_cast<int64_t>(known_.size()),
+        "KnownInputsLinear::step: step {} of a sentence of {} known inputs; give 0 ≤ t < {}", t,
+        known_.size(), known_.size());
+  if (!known_part_.defined()) return linear(cat({known_[t], b}, 1), weight_, bias_);
+  const int64_t n_a = known_[t].shape()[1];
+  return linear_columns(b, weight_, n_a, select(known_part_, 0, t));
 }
 
 }  // namespace attograd

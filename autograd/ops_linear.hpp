@@ -8,6 +8,8 @@
 // (autograd/fast/deferred_gradient.hpp).
 #pragma once
 
+#include <vector>
+
 #include "tensor/tensor.hpp"
 
 namespace attograd {
@@ -49,5 +51,30 @@ Tensor linear_columns(const Tensor& x, const Tensor& weight, int64_t first_colum
 // not read. Same gradients as linear.
 Tensor linear_with_values(const Tensor& x, const Tensor& weight, const Tensor& bias,
                           const Tensor& y);
+
+// A layer applied at each step t of a sentence to [a_t; b_t], where every
+// a_t (1,n_a) is known before the first step and b_t (1,n_b) is not (a
+// teacher-forced decoder's embedded word and its attention context):
+//
+//   y_t = [a_t b_t] Wᵀ + bias     (1,n_a+n_b) @ (n_a+n_b,out) → (1,out)
+//
+// step(t, b_t) is linear(cat({a_t, b_t}, 1), weight, bias). With the fast
+// path's sentence products on (autograd/fast/sentence_products.hpp) the
+// a_t's block of W takes all T of them in one product when this is built,
+// P = linear_columns(A, W, 0, bias) (T,out), and step t takes only b_t
+// through the other block, linear_columns(b_t, W, n_a, P[t]): the same sums
+// in another order.
+class KnownInputsLinear {
+ public:
+  // known: T tensors a_t of (1,n_a); weight: (out,n_a+n_b); bias: (out) or undefined.
+  KnownInputsLinear(std::vector<Tensor> known, Tensor weight, Tensor bias);
+  // b: (1,n_b) -> y_t (1,out)
+  Tensor step(int64_t t, const Tensor& b) const;
+
+ private:
+  std::vector<Tensor> known_;
+  Tensor weight_, bias_;
+  Tensor known_part_;  // P (T,out) when sentence products are on, else undefined
+};
 
 }  // namespace attograd

@@ -3,7 +3,6 @@
 // Legend: L MAX_LENGTH, H hidden size, V_out the target vocabulary size.
 #include "models/seq2seq/location_decoder.hpp"
 
-#include "autograd/fast/sentence_products.hpp"
 #include "autograd/ops.hpp"
 
 namespace attograd::seq2seq {
@@ -48,20 +47,14 @@ DecoderStep AttnDecoderRNN::advance(int64_t input_word, const Tensor& hidden,
 
 // input_words: T ids, hidden (1,1,H), memory.values (1,L,H) -> T steps
 //
-// The fast path of T calls of advance(): the same ops, but attn_combine, W =
-// [W_e W_c] (H,2H), is split by the halves of its input [embedded; context]:
-//
-//   P   = E W_eᵀ + b              (T,H) @ (H,H) → (T,H), once; E: the T embedded words
-//   x_t = relu(c_t W_cᵀ + P[t])   (1,H) @ (H,H) → (1,H), at step t
-//
-// so W_e is read once per sentence, forward and backward, instead of once per
-// word. The embedded words are drawn as advance() draws them, one dropout
-// mask per word in order, so both paths train on the same masks.
+// T calls of advance(), with every word fed known before the first step:
+// attn_combine over [embedded; context] is a KnownInputsLinear
+// (autograd/ops_linear.hpp), which may take the T embedded words through
+// their block of the layer in one product. The embedded words are drawn as
+// advance() draws them, one dropout mask per word in order, so both give the
+// same masks.
 std::vector<DecoderStep> AttnDecoderRNN::advance_teacher_forced(
     const std::vector<int64_t>& input_words, const Tensor& hidden, const AttentionMemory& memory) {
-  if (!fast::sentence_products()) {
-    return AttentionDecoder::advance_teacher_forced(input_words, hidden, memory);
-  }
   const int64_t H = hidden_size_, L = max_length_;
   check_memory(memory, L, H);
   std::vector<Tensor> embedded;  // T of (1,H)
@@ -69,9 +62,7 @@ std::vector<DecoderStep> AttnDecoderRNN::advance_teacher_forced(
   for (const int64_t word : input_words) {
     embedded.push_back(dropout->forward(embedding->forward({word}, Shape{1})));
   }
-  const Tensor& combine = attn_combine->weight;  // (H,2H): [W_e W_c]
-  const Tensor embedded_part =                   // (T,H)
-      linear_columns(cat(embedded, 0), combine, 0, attn_combine->bias);
+  const KnownInputsLinear combine(embedded, attn_combine->weight, attn_combine->bias);
   const Tensor values = reshape(memory.values, {L, H});
   std::vector<DecoderStep> steps;
   steps.reserve(input_words.size());
@@ -80,8 +71,7 @@ std::vector<DecoderStep> AttnDecoderRNN::advance_teacher_forced(
     const Tensor h = state_row(state, H);                                        // (1,H)
     const Tensor weights = softmax(attn->forward(cat({embedded[t], h}, 1)), 1);  // (1,L)
     const Tensor context = matmul(weights, values);                              // (1,H)
-    const Tensor row = select(embedded_part, 0, static_cast<int64_t>(t));        // (H)
-    const Tensor x = relu(linear_columns(context, combine, H, row));             // (1,H)
+    const Tensor x = relu(combine.step(static_cast<int64_t>(t), context));       // (1,H)
     const nn::GRUOutput step = gru->step(x, state);                              // (1,H), (1,1,H)
     steps.push_back(DecoderStep{step.output, step.h_n, weights, Tensor()});
     state = step.h_n;

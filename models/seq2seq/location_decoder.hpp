@@ -36,11 +36,10 @@ class AttnDecoderRNN : public AttentionDecoder {
   // input_word: an id, hidden: (1,1,H), memory.values: (1,L,H) -> (1,H), (1,1,H), (1,L)
   DecoderStep advance(int64_t input_word, const Tensor& hidden,
                       const AttentionMemory& memory) override;
-  // Teacher forcing, input_words: T ids -> T steps. With fast::sentence_products
-  // (on by default), attn_combine's product with the T embedded words is one
-  // (T,H) @ (H,H) product over its first H columns, and each step takes only
-  // its context through the other H (autograd/fast/sentence_products.hpp);
-  // the reference path calls advance() T times.
+  // Teacher forcing, input_words: T ids -> T steps, the steps advance()
+  // would take; attn_combine is a KnownInputsLinear over [embedded; context]
+  // (autograd/ops_linear.hpp), which may take the T embedded words in one
+  // (T,H) @ (H,H) product.
   std::vector<DecoderStep> advance_teacher_forced(const std::vector<int64_t>& input_words,
                                                   const Tensor& hidden,
                                                   const AttentionMemory& memory) override;

@@ -17,7 +17,7 @@
 //   b. a function of a file, in the three forms the docs use:
 //        `tensor/kernels_elementwise.cpp`, function `binary_forward`
 //        (also "functions `a` (…) and `b`", up to the end of the sentence)
-//        `add_pending` in `autograd/engine.cpp`
+//        `run_node` in `autograd/engine.cpp`
 //        `record` (`autograd/engine.cpp`)
 //      The file must define the name: with comments and literals blanked, the
 //      name followed by `(`, `{`, `<` or `=`, or preceded by struct, class,

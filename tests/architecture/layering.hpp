@@ -60,7 +60,7 @@ std::vector<SourceFile> load_source_tree(const std::string& root);
 
 // One `#include "…"` of a file (commented-out ones are not includes): its
 // 1-based line, the path as written, and that path resolved against the
-// repository root ("../nn/module.hpp" in autograd/x.hpp -> "nn/module.hpp").
+// repository root ("../nn/module.hpp" in a file of autograd/ -> "nn/module.hpp").
 struct Include {
   int line = 0;
   std::string written;
