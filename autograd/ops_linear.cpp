@@ -124,19 +124,18 @@ Tensor linear_columns(const Tensor& x_in, const Tensor& weight_in, int64_t first
 }
 
 KnownInputsLinear::KnownInputsLinear(std::vector<Tensor> known, Tensor weight, Tensor bias)
-    : known_(std::move(known)), weight_(std::move(weight)), bias_(std::move(bias)) {
-  if (fast::sentence_products() && !known_.empty()) {
-    known_part_ = linear_columns(cat(known_, 0), weight_, 0, bias_);  // (T,out)
-  }
-}
+    : known_(std::move(known)),
+      weight_(std::move(weight)),
+      bias_(std::move(bias)),
+      known_part_(fast::sentence_product(known_, weight_, bias_)) {}
 
 Tensor KnownInputsLinear::step(int64_t t, const Tensor& b) const {
   check(t >= 0 && t < static_cast<int64_t>(known_.size()),
         "KnownInputsLinear::step: step {} of a sentence of {} known inputs; give 0 ≤ t < {}", t,
         known_.size(), known_.size());
-  if (!known_part_.defined()) return linear(cat({known_[t], b}, 1), weight_, bias_);
-  const int64_t n_a = known_[t].shape()[1];
-  return linear_columns(b, weight_, n_a, select(known_part_, 0, t));
+  if (known_part_.defined())
+    return fast::sentence_step(known_part_, t, b, weight_, known_[t].shape()[1]);
+  return linear(cat({known_[t], b}, 1), weight_, bias_);
 }
 
 }  // namespace attograd

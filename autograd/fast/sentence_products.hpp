@@ -9,10 +9,18 @@
 // backward. Each step then takes only b_t through the other block. The sums
 // are linear's in another order, so the results agree to float rounding.
 //
+// What it saves: 3.5 % of a teacher-forced iteration of the tutorial's
+// recipe (the "without sentence products" row of `build/bench/bench_seq2seq`,
+// median of three runs; docs/fast_paths.md).
 // Switch: fast::set_sentence_products(false), or a fast::ReferencePath guard
 // (autograd/fast/fast.hpp); KnownInputsLinear then takes each step through
 // the whole layer, linear(cat({a_t, b_t}, 1), W, bias).
 #pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "tensor/tensor.hpp"
 
 namespace attograd::fast {
 
@@ -20,5 +28,14 @@ namespace attograd::fast {
 // once (on by default). Per thread.
 bool sentence_products();
 void set_sentence_products(bool on);
+
+// The sentence's product: known, T tensors a_t of (1,n_a); weight
+// (out,n_a+n_b); bias (out) or undefined -> P = A W[:, :n_a]ᵀ + bias (T,out),
+// or an undefined tensor when the switch is off (or T = 0): then each step
+// goes through the whole layer.
+Tensor sentence_product(const std::vector<Tensor>& known, const Tensor& weight, const Tensor& bias);
+// Step t of it: b (1,n_b) -> b W[:, n_a:]ᵀ + P[t] (1,out).
+Tensor sentence_step(const Tensor& product, int64_t t, const Tensor& b, const Tensor& weight,
+                     int64_t n_a);
 
 }  // namespace attograd::fast
