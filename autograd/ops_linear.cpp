@@ -127,14 +127,14 @@ KnownInputsLinear::KnownInputsLinear(std::vector<Tensor> known, Tensor weight, T
     : known_(std::move(known)),
       weight_(std::move(weight)),
       bias_(std::move(bias)),
-      known_part_(fast::sentence_product(known_, weight_, bias_)) {}
+      known_part_(fast::detail::sentence_product(known_, weight_, bias_)) {}
 
 Tensor KnownInputsLinear::step(int64_t t, const Tensor& b) const {
   check(t >= 0 && t < static_cast<int64_t>(known_.size()),
         "KnownInputsLinear::step: step {} of a sentence of {} known inputs; give 0 ≤ t < {}", t,
         known_.size(), known_.size());
   if (known_part_.defined())
-    return fast::sentence_step(known_part_, t, b, weight_, known_[t].shape()[1]);
+    return fast::detail::sentence_step(known_part_, t, b, weight_, known_[t].shape()[1]);
   return linear(cat({known_[t], b}, 1), weight_, bias_);
 }
 

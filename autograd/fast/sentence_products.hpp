@@ -29,6 +29,9 @@ namespace attograd::fast {
 bool sentence_products();
 void set_sentence_products(bool on);
 
+namespace detail {
+
+// KnownInputsLinear's two halves (its gradients are linear_columns').
 // The sentence's product: known, T tensors a_t of (1,n_a); weight
 // (out,n_a+n_b); bias (out) or undefined -> P = A W[:, :n_a]ᵀ + bias (T,out),
 // or an undefined tensor when the switch is off (or T = 0): then each step
@@ -37,5 +40,7 @@ Tensor sentence_product(const std::vector<Tensor>& known, const Tensor& weight, 
 // Step t of it: b (1,n_b) -> b W[:, n_a:]ᵀ + P[t] (1,out).
 Tensor sentence_step(const Tensor& product, int64_t t, const Tensor& b, const Tensor& weight,
                      int64_t n_a);
+
+}  // namespace detail
 
 }  // namespace attograd::fast

@@ -464,6 +464,25 @@ std::vector<GradcheckRow> gradcheck_table() {
        {{any_values({1, 4}), any_values({1, 5}), any_values({8, 9}), any_values({8})},
         {any_values({1, 4}), any_values({1, 3}), any_values({1, 7}), any_values({1})}},
        "affine"});
+  rows.push_back({"linear_columns: KnownInputsLinear's T steps over [a_t; b_t] (T = 1, 7, 8, 9)",
+                  [](const Inputs& x) {
+                    // x[0] (T,n_a): the known a_t; x[1] (T,n_b): the b_t; x[2] W; x[3] bias
+                    std::vector<Tensor> known;
+                    const int64_t T = x[0].shape()[0];
+                    for (int64_t t = 0; t < T; ++t)
+                      known.push_back(reshape(select(x[0], 0, t), {1, -1}));
+                    const KnownInputsLinear layer(known, x[2], x[3]);
+                    std::vector<Tensor> steps;
+                    for (int64_t t = 0; t < T; ++t) {
+                      steps.push_back(layer.step(t, reshape(select(x[1], 0, t), {1, -1})));
+                    }
+                    return cat(steps, 0);
+                  },
+                  {{any_values({1, 4}), any_values({1, 5}), any_values({8, 9}), any_values({8})},
+                   {any_values({7, 3}), any_values({7, 2}), any_values({1, 5}), any_values({1})},
+                   {any_values({8, 2}), any_values({8, 7}), any_values({9, 9}), any_values({9})},
+                   {any_values({9, 1}), any_values({9, 1}), any_values({7, 2}), any_values({7})}},
+                  "affine"});
   rows.push_back({"linear_with_values: the values computed beforehand, the gradients of linear",
                   [](const Inputs& x) {
                     Tensor values;
