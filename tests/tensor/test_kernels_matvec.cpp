@@ -127,7 +127,8 @@ TEST_CASE("one-row matmul_forward goes through the matvec kernels", "[kernels][m
                                   K, N));
         std::vector<double> magnitude(N, double(K));  // |a|, |b| ≤ 1
         CHECK(largest_difference(c, reference, magnitude) <= kTolerance);
-#if ATTOGRAD_USE_SIMD  // without SIMD, matmul_forward is the scalar triple loop: no dispatch
+        // Without SIMD, matmul_forward is the scalar triple loop: no dispatch.
+#if ATTOGRAD_USE_SIMD
         CHECK(c == direct);  // the dispatch is exact: the same kernel
 #endif
       }
