@@ -35,6 +35,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -158,21 +159,22 @@ int main(int argc, char** argv) {
     sink = y[0];
   });
 
-  int64_t iteration = 0;
-  for (int i = 0; i < 5; ++i) trainer.train_iteration(++iteration);  // warm up
-  const double step = median_seconds(10, [&] { trainer.train_iteration(++iteration); });
-  int64_t greedy_iteration = 0;
-  for (int i = 0; i < 5; ++i) greedy_trainer.train_iteration(++greedy_iteration);
-  const double greedy_step =
-      median_seconds(10, [&] { greedy_trainer.train_iteration(++greedy_iteration); });
+  // One iteration's time on each trainer, teacher forced and greedy: five
+  // warm-up iterations, then the median of 10 samples of 10, each in turn.
+  int64_t iteration = 0, greedy_iteration = 0;
+  auto time_iterations = [&] {
+    for (int i = 0; i < 5; ++i) trainer.train_iteration(++iteration);
+    const double forced = median_seconds(10, [&] { trainer.train_iteration(++iteration); });
+    for (int i = 0; i < 5; ++i) greedy_trainer.train_iteration(++greedy_iteration);
+    const double greedy =
+        median_seconds(10, [&] { greedy_trainer.train_iteration(++greedy_iteration); });
+    return std::pair{forced, greedy};
+  };
+  const auto [step, greedy_step] = time_iterations();
   double reference_step = 0, reference_greedy_step = 0;
   {
     const fast::ReferencePath reference;
-    for (int i = 0; i < 5; ++i) trainer.train_iteration(++iteration);
-    reference_step = median_seconds(10, [&] { trainer.train_iteration(++iteration); });
-    for (int i = 0; i < 5; ++i) greedy_trainer.train_iteration(++greedy_iteration);
-    reference_greedy_step =
-        median_seconds(10, [&] { greedy_trainer.train_iteration(++greedy_iteration); });
+    std::tie(reference_step, reference_greedy_step) = time_iterations();
   }
 
   // Each mechanism of autograd/fast/fast.hpp off alone, the rest on: what
@@ -197,12 +199,7 @@ int main(int argc, char** argv) {
     fast::Switches switches = fast::Switches::current();
     if (mechanism.field != nullptr) switches.*mechanism.field = false;
     const fast::UseSwitches one_off(switches);
-    for (int i = 0; i < 5; ++i) trainer.train_iteration(++iteration);
-    const double forced = median_seconds(10, [&] { trainer.train_iteration(++iteration); });
-    for (int i = 0; i < 5; ++i) greedy_trainer.train_iteration(++greedy_iteration);
-    const double greedy =
-        median_seconds(10, [&] { greedy_trainer.train_iteration(++greedy_iteration); });
-    without.emplace_back(forced, greedy);
+    without.push_back(time_iterations());
   }
 
   fmt::print(
