@@ -7,8 +7,8 @@
 // kernel call over the whole output (both operands laid out like it, or one
 // a single number), one call per block (one operand a block repeated along
 // the leading axes), or row by row (any other view). The plain algorithm is
-// the row-by-row loop over a contiguous copy of each operand broadcast to
-// the output's shape, and every path must give its bits.
+// each operand broadcast to the output's shape and copied, then the formula
+// over the whole output in one pass; every path must give its bits.
 #include <catch2/catch.hpp>
 #include <cstring>
 #include <vector>
