@@ -37,6 +37,7 @@
 #include "nn/data_parallel.hpp"
 #include "nn/dropout.hpp"
 #include "nn/embedding.hpp"
+#include "nn/gradient_penalty.hpp"
 #include "nn/gru.hpp"
 #include "nn/init.hpp"
 #include "nn/layer.hpp"

@@ -267,6 +267,26 @@ Tensor leave_one_out(const Tensor& x) {
   return reshape(masked_select(tiled, 1.0 - eye(n)), {n, n - 1});
 }
 
+TrainingLoss::TrainingLoss(const Tensor& x_train, const Tensor& y_train) {
+  check_pooling_inputs("nw_regression::TrainingLoss", x_train, x_train, y_train);
+  const Tensor keys = leave_one_out(x_train);    // (N, N−1)
+  const Tensor values = leave_one_out(y_train);  // (N, N−1)
+  // forward(x_train, keys, values) without the parts that are the same for
+  // every w: −(x_i − x_j)²/2 for j ≠ i, and every tensor in bmm's layout.
+  const int64_t n = x_train.numel();
+  NoGradGuard no_grad;
+  scores_unscaled_ = unscaled_scores(x_train, keys);  // (N,1,N−1)
+  value_columns_ = reshape(values, {n, n - 1, 1});    // (N,N−1,1)
+  targets_ = reshape(y_train, {n, 1, 1});             // (N,1,1)
+}
+
+// The seed's loss(net(…), y).sum() with an unreduced MSE: Σᵢ (f̂(xᵢ) − yᵢ)²,
+// which mse_loss's sum reduction forms as one graph node.
+Tensor TrainingLoss::operator()(NWKernelRegression& model) const {
+  return nn::mse_loss(model.attend(scores_unscaled_, value_columns_), targets_,
+                      nn::Reduction::sum);
+}
+
 TrainResult train(NWKernelRegression& model, const Tensor& x_train, const Tensor& y_train,
                   const TrainOptions& options,
                   const std::function<void(int64_t epoch, double loss)>& on_epoch) {
@@ -275,18 +295,7 @@ TrainResult train(NWKernelRegression& model, const Tensor& x_train, const Tensor
         options.epochs());
   check(std::isfinite(options.lr()) && options.lr() > 0,
         "nw_regression::train: lr must be a positive finite number, got {}", options.lr());
-  const Tensor keys = leave_one_out(x_train);    // (N, N−1)
-  const Tensor values = leave_one_out(y_train);  // (N, N−1)
-  // forward(x_train, keys, values) without the parts that are the same every
-  // epoch: −(x_i − x_j)²/2 for j ≠ i, and every tensor in bmm's layout.
-  const int64_t n = x_train.numel();
-  Tensor scores_unscaled, value_columns, targets;
-  {
-    NoGradGuard no_grad;
-    scores_unscaled = unscaled_scores(x_train, keys);  // (N,1,N−1)
-    value_columns = reshape(values, {n, n - 1, 1});    // (N,N−1,1)
-    targets = reshape(y_train, {n, 1, 1});             // (N,1,1)
-  }
+  const TrainingLoss training_loss(x_train, y_train);
 
   nn::SGD optimizer(model.named_parameters(), nn::SGDOptions(options.lr()));
   TrainResult result;
@@ -294,10 +303,7 @@ TrainResult train(NWKernelRegression& model, const Tensor& x_train, const Tensor
   double start = thread_cpu_ms();
   for (int64_t epoch = 1; epoch <= options.epochs(); ++epoch) {
     optimizer.zero_grad();
-    // The seed's loss(net(…), y).sum() with an unreduced MSE: Σᵢ (f̂(xᵢ) − yᵢ)²,
-    // which mse_loss's sum reduction forms as one graph node.
-    const Tensor loss =
-        nn::mse_loss(model.attend(scores_unscaled, value_columns), targets, nn::Reduction::sum);
+    const Tensor loss = training_loss(model);
     backward(loss);
     optimizer.step();
     result.losses.push_back(loss.item());

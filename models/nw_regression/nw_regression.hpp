@@ -198,6 +198,28 @@ class NWKernelRegression : public nn::Module {
 // (which would teach w → ∞, a lookup table).
 Tensor leave_one_out(const Tensor& x);
 
+// The seed's training loss as a function of the model's w:
+//
+//   L(w) = Σᵢ (f̂(xᵢ) − yᵢ)²,  f̂(xᵢ) attending to the N − 1 other pairs
+//
+// The parts that do not depend on w — −(xᵢ − xⱼ)²/2 for j ≠ i, the values and
+// the targets, in bmm's layout — are formed once, here; each call runs the
+// model's attend() on them, so the loss has a graph to model.w: train()
+// differentiates it once per SGD step, examples/higher_order.cpp twice per
+// Newton step.
+class TrainingLoss {
+ public:
+  // x_train, y_train: (N), N ≥ 2.
+  TrainingLoss(const Tensor& x_train, const Tensor& y_train);
+  // -> (): L at the model's current w.
+  Tensor operator()(NWKernelRegression& model) const;
+
+ private:
+  Tensor scores_unscaled_;  // (N,1,N−1)
+  Tensor value_columns_;    // (N,N−1,1)
+  Tensor targets_;          // (N,1,1)
+};
+
 struct TrainOptions {
   // Passes over the training pairs, one SGD step each (seed: 100).
   TrainOptions& epochs(int64_t value) {
@@ -225,8 +247,8 @@ struct TrainResult {
   double compute_ms = 0;
 };
 
-// The seed's loop: leave-one-out keys and values, the unreduced squared
-// error summed over the N inputs, plain SGD on w. `on_epoch(epoch, loss)`
+// The seed's loop: TrainingLoss (leave-one-out keys and values, the
+// unreduced squared error summed over the N inputs), plain SGD on w. `on_epoch(epoch, loss)`
 // (epochs count from 1) is called after each step.
 TrainResult train(NWKernelRegression& model, const Tensor& x_train, const Tensor& y_train,
                   const TrainOptions& options,

@@ -2,7 +2,8 @@
 // kernel regression: the data, the kernels (values, normalisation, the
 // boxcar's empty window), the learned-w model (leave-one-out keys, gradients
 // checked by finite differences and against a hand-written derivative, the
-// saddle at w = 0), and the seed's results over 20 seeds.
+// second derivative of the training loss, the saddle at w = 0), and the
+// seed's results over 20 seeds.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -444,6 +445,32 @@ TEST_CASE("one SGD step moves w by −lr · dL/dw, dL/dw written out by hand",
   REQUIRE(result.losses.size() == 1);
   CHECK(result.losses[0] == Approx(loss).epsilon(1e-12));
   CHECK(model.w.item() == Approx(w - 0.5 * slope).epsilon(1e-12));
+}
+
+TEST_CASE("TrainingLoss is the loss train() steps on, and differentiates twice",
+          "[nw_regression][higher-order][f64]") {
+  Generator generator(3);
+  const Dataset data = make_dataset(generator, DatasetOptions().train_size(12));
+  NWKernelRegression model(NWKernelRegressionOptions(1), generator);
+  model.w.fill_(1.5);
+  const TrainingLoss training_loss(data.x_train, data.y_train);
+  const Tensor loss = training_loss(model);
+  // L'(w) with a graph of its own (create_graph), then L''(w) through it.
+  const Tensor slope = autograd::grad({loss}, {model.w}, {}, false, /*create_graph=*/true)[0];
+  const double curvature = autograd::grad({slope}, {model.w})[0].item();
+  // L'' against central differences of L' (each L' a plain backward).
+  const auto slope_at = [&](double w) {
+    model.w.fill_(static_cast<real>(w));
+    return autograd::grad({training_loss(model)}, {model.w})[0].item();
+  };
+  const double epsilon = 1e-5;
+  CHECK(curvature == Approx((slope_at(1.5 + epsilon) - slope_at(1.5 - epsilon)) / (2 * epsilon))
+                         .epsilon(1e-6));
+  // The same number train() records before its first step, to the bit.
+  model.w.fill_(1.5);
+  const TrainResult result =
+      train(model, data.x_train, data.y_train, TrainOptions().epochs(1).lr(0.5));
+  CHECK(result.losses[0] == loss.item());
 }
 
 TEST_CASE("w = 0 is a stationary point: the loss depends on w only through w²", "[nw_regression]") {
