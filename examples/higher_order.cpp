@@ -114,7 +114,7 @@ MlpProblem make_mlp_problem(Generator& generator) {
   const int64_t n = 32;
   problem.x = uniform({n, 2}, -1.0, 1.0, generator);
   const Tensor x0 = slice(problem.x, 1, 0, 1), x1 = slice(problem.x, 1, 1, 2);  // (N,1) each
-  problem.y = sin(x0 * 2.0) * x1 + 0.5 * x1 * x1;                                 // (N,1)
+  problem.y = sin(x0 * 2.0) * x1 + 0.5 * x1 * x1;                               // (N,1)
   problem.model = make_mlp(8, generator);
   problem.parameters = problem.model->parameters();
   return problem;
@@ -314,10 +314,9 @@ NewtonResult newton_against_sgd(const Flags& flags) {
   const TrainingLoss training_loss(data.x_train, data.y_train);
 
   NewtonResult result;
-  result.sgd_losses =
-      train(sgd_model, data.x_train, data.y_train,
-            TrainOptions().epochs(flags.epochs).lr(flags.lr))
-          .losses;  // L(w_k) before each step: k = 0 … epochs − 1
+  result.sgd_losses = train(sgd_model, data.x_train, data.y_train,
+                            TrainOptions().epochs(flags.epochs).lr(flags.lr))
+                          .losses;  // L(w_k) before each step: k = 0 … epochs − 1
   {
     NoGradGuard no_grad;
     result.sgd_losses.push_back(training_loss(sgd_model).item());  // after the last step
@@ -402,9 +401,10 @@ PenaltyRun train_with_penalty(const Flags& flags, double lambda) {
 void print_report(const Flags& flags, const HvpResult& hvp, const HessianResult& hessian,
                   const NewtonResult& newton, const PenaltyResult& penalty,
                   const std::filesystem::path& picture) {
-  fmt::print("1. Hessian-vector product of an MLP's loss (2 → 8 → 8 → 1, tanh, 32 samples, {} "
-             "parameters)\n",
-             hvp.parameters);
+  fmt::print(
+      "1. Hessian-vector product of an MLP's loss (2 → 8 → 8 → 1, tanh, 32 samples, {} "
+      "parameters)\n",
+      hvp.parameters);
   fmt::print("   H·v by double backward against central differences of gradients, ε = {:.2g}:\n",
              hvp.epsilon);
   fmt::print("   max relative error {:.2e}  (‖Hv − FD‖∞ / ‖FD‖∞; ‖Hv‖∞ = {:.4g})\n",
@@ -414,9 +414,10 @@ void print_report(const Flags& flags, const HvpResult& hvp, const HessianResult&
              hvp.backward_create_graph_us / hvp.backward_us);
   fmt::print("   (thread CPU time, median of {} of each)\n\n", hvp.timing_repeats);
 
-  fmt::print("2. Hessian of Rosenbrock's f(a, b) = (1 − a)² + 100 (b − a²)² at ({:g}, {:g}), "
-             "f = {:g}\n",
-             hessian.a, hessian.b, hessian.value);
+  fmt::print(
+      "2. Hessian of Rosenbrock's f(a, b) = (1 − a)² + 100 (b − a²)² at ({:g}, {:g}), "
+      "f = {:g}\n",
+      hessian.a, hessian.b, hessian.value);
   fmt::print("   {:<12} {:>16} {:>14}\n", "", "double backward", "closed form");
   const char* names[2][2] = {{"∂²f/∂a²", "∂²f/∂a∂b"}, {"∂²f/∂b∂a", "∂²f/∂b²"}};
   for (int row = 0; row < 2; ++row) {
@@ -427,9 +428,10 @@ void print_report(const Flags& flags, const HvpResult& hvp, const HessianResult&
   }
   fmt::print("   largest difference {:.3g}\n\n", hessian.max_abs_error);
 
-  fmt::print("3. Newton's method on the Nadaraya–Watson width w (seed {}, the seed's data and "
-             "leave-one-out loss)\n",
-             flags.seed);
+  fmt::print(
+      "3. Newton's method on the Nadaraya–Watson width w (seed {}, the seed's data and "
+      "leave-one-out loss)\n",
+      flags.seed);
   fmt::print("   {:>4} {:>10} {:>12} {:>12} {:>12}  {}\n", "step", "w", "L(w)", "L'(w)", "L''(w)",
              "step taken");
   for (size_t k = 0; k < newton.newton.size(); ++k) {
@@ -447,9 +449,10 @@ void print_report(const Flags& flags, const HvpResult& hvp, const HessianResult&
                newton.newton.size() - 1, newton.newton.back().loss);
   }
 
-  fmt::print("4. Gradient penalty λ·(1/N) Σ ‖∇ₓ f(xᵢ)‖² on a step function (MLP 2 → 16 → 16 → 1, "
-             "64 samples, {} Adam steps)\n",
-             flags.penalty_steps);
+  fmt::print(
+      "4. Gradient penalty λ·(1/N) Σ ‖∇ₓ f(xᵢ)‖² on a step function (MLP 2 → 16 → 16 → 1, "
+      "64 samples, {} Adam steps)\n",
+      flags.penalty_steps);
   fmt::print("   {:<18} {:>12} {:>16}\n", "", "data MSE", "mean ‖∇ₓ f‖²");
   fmt::print("   {:<18} {:>12.5f} {:>16.5f}\n", "without", penalty.plain.data_loss,
              penalty.plain.gradient_norm2);
@@ -512,7 +515,8 @@ int run(const Flags& flags) {
   cli::OutputSet set(out);
   write_file_atomically(set.staged(picture_name), svg);
   set.commit();
-  if (!flags.dot.empty()) cli::write_dot_file(flags.dot, dot_text, flags.json ? std::cerr : std::cout);
+  if (!flags.dot.empty())
+    cli::write_dot_file(flags.dot, dot_text, flags.json ? std::cerr : std::cout);
 
   if (flags.json) {
     print_json_summary(flags, hvp, hessian, newton, penalty, out / picture_name);
@@ -526,11 +530,12 @@ int run(const Flags& flags) {
 
 int main(int argc, char** argv) {
   Flags flags;
-  cli::Parser parser("higher_order",
-                     "Gradients of gradients (autograd::grad with create_graph): a Hessian-vector\n"
-                     "product of an MLP's loss checked against finite differences, the Hessian of\n"
-                     "Rosenbrock's function, Newton's method on the Nadaraya-Watson width w against\n"
-                     "the seed's SGD (one SVG), and a gradient penalty on a toy regression.");
+  cli::Parser parser(
+      "higher_order",
+      "Gradients of gradients (autograd::grad with create_graph): a Hessian-vector\n"
+      "product of an MLP's loss checked against finite differences, the Hessian of\n"
+      "Rosenbrock's function, Newton's method on the Nadaraya-Watson width w against\n"
+      "the seed's SGD (one SVG), and a gradient penalty on a toy regression.");
   parser
       .flag("seed", flags.seed, "random seed for the data and the initial weights",
             cli::non_negative())

@@ -283,8 +283,7 @@ TrainingLoss::TrainingLoss(const Tensor& x_train, const Tensor& y_train) {
 // The seed's loss(net(…), y).sum() with an unreduced MSE: Σᵢ (f̂(xᵢ) − yᵢ)²,
 // which mse_loss's sum reduction forms as one graph node.
 Tensor TrainingLoss::operator()(NWKernelRegression& model) const {
-  return nn::mse_loss(model.attend(scores_unscaled_, value_columns_), targets_,
-                      nn::Reduction::sum);
+  return nn::mse_loss(model.attend(scores_unscaled_, value_columns_), targets_, nn::Reduction::sum);
 }
 
 TrainResult train(NWKernelRegression& model, const Tensor& x_train, const Tensor& y_train,

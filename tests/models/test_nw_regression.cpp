@@ -464,8 +464,8 @@ TEST_CASE("TrainingLoss is the loss train() steps on, and differentiates twice",
     return autograd::grad({training_loss(model)}, {model.w})[0].item();
   };
   const double epsilon = 1e-5;
-  CHECK(curvature == Approx((slope_at(1.5 + epsilon) - slope_at(1.5 - epsilon)) / (2 * epsilon))
-                         .epsilon(1e-6));
+  CHECK(curvature ==
+        Approx((slope_at(1.5 + epsilon) - slope_at(1.5 - epsilon)) / (2 * epsilon)).epsilon(1e-6));
   // The same number train() records before its first step, to the bit.
   model.w.fill_(1.5);
   const TrainResult result =
