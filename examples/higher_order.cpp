@@ -271,7 +271,7 @@ double loss_at(nw_regression::NWKernelRegression& model,
 // no minimum, and the step is −L'/|L''| (downhill, at the curvature's scale).
 // Either way a backtracking line search halves it until the loss falls by at
 // least a small fraction of what the slope promises (Armijo's rule), so every
-// step goes downhill. Stops when no step lowers the loss.
+// step goes downhill. Stops after max_steps, or where no step lowers the loss.
 std::vector<NewtonStep> newton(nw_regression::NWKernelRegression& model,
                                const nw_regression::TrainingLoss& training_loss, int max_steps) {
   std::vector<NewtonStep> steps;
@@ -284,14 +284,18 @@ std::vector<NewtonStep> newton(nw_regression::NWKernelRegression& model,
     const double curvature = std::abs(here.second) > 0 ? std::abs(here.second) : 1.0;
     double step = -here.first / curvature;
     here.kind = here.second > 0 ? "Newton" : "L'' <= 0: -L'/|L''|";
+    // Halve until the loss falls enough, or until w + step rounds to w (then
+    // no representable step lowers the loss: w is a minimum at this precision).
     int halvings = 0;
-    double next_loss = loss_at(model, training_loss, here.w + step);
-    while (!(next_loss <= here.loss + 1e-4 * here.first * step) && halvings < 50) {
-      step /= 2;
-      ++halvings;
-      next_loss = loss_at(model, training_loss, here.w + step);
+    bool moved = false;
+    for (;; step /= 2, ++halvings) {
+      if (static_cast<real>(here.w + step) == static_cast<real>(here.w)) break;
+      if (loss_at(model, training_loss, here.w + step) <= here.loss + 1e-4 * here.first * step) {
+        moved = true;
+        break;
+      }
     }
-    if (halvings == 50) {  // no step lowers the loss at this precision: a minimum
+    if (!moved) {
       model.w.fill_(static_cast<real>(here.w));
       here.kind = "";
       steps.push_back(here);

@@ -9,6 +9,7 @@
 // It runs the built binary ATTOGRAD_BINARY_DIR/examples/higher_order (the
 // library's element type, float by default), so the example target must be
 // built before the tests run (building the tests builds it).
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -128,12 +129,15 @@ TEST_CASE("higher_order --json: Newton beats SGD's epochs, H·v matches finite d
         summary["newton_steps_run"].get<size_t>() + 1);
 
   // --dot: the graph of ∂f/∂a, whose ops the backward pass recorded. f's own
-  // forward graph has 7 ops; the gradient's graph holds those its closures
-  // read, and the backward's ops on top.
+  // forward graph has 7 ops (sub, pow, pow, sub, pow, mul, add) and no neg;
+  // the gradient's graph has more, among them the neg that sub's closure
+  // records for its second operand (∂(1 − a)/∂a = −1).
   const std::string text = read_file(dot);
   CHECK(text.rfind("digraph attograd {", 0) == 0);
   const std::vector<std::string> ops = op_names(text);
   CHECK(ops.size() > 7);
+  CHECK(std::count(ops.begin(), ops.end(), "neg") >= 1);
+  CHECK(std::count(ops.begin(), ops.end(), "mul") >= 1);
   CHECK(count(text, "label=\"a\\n") == 1);
   CHECK(count(text, "label=\"b\\n") == 1);
   CHECK(result.err.find("Wrote the graph to " + dot.string()) != std::string::npos);
