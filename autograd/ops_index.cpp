@@ -230,7 +230,13 @@ Tensor embedding(const Tensor& weight, const std::vector<int64_t>& ids_in, const
   return record(
       "embedding", y, {weight}, [ids, V, D, padding_idx, sparse](const Tensor& dy_in) -> Gradients {
         const Tensor dy = dy_in.contiguous_data();
-        if (sparse) return {Gradient::rows({V, D}, *ids, dy, padding_idx)};
+        if (sparse) {
+          // Recording, the rows are dy as given (n,D), with its history: Gradient::rows then
+          // forms the table's gradient as a recorded scatter of them.
+          const Tensor values =
+              grad_enabled() ? reshape(dy_in, {static_cast<int64_t>(ids->size()), D}) : dy;
+          return {Gradient::rows({V, D}, *ids, values, padding_idx)};
+        }
         Tensor dweight = zeros({V, D});
         for (size_t p = 0; p < ids->size(); ++p) {
           const int64_t id = (*ids)[p];
