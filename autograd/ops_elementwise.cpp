@@ -128,20 +128,22 @@ namespace {
 // forms those sums without writing the full product. Otherwise the product
 // is returned at dy's shape, and the engine's sum_to reduces it.
 //
-// Recording (create_graph), the same sums are formed with ops — dy ⊙ other
-// viewed as (rows, block), summed over its rows in one pass, in the order
-// column_dots adds them — so the gradient carries its history.
+// Recording (create_graph), the sums are recorded as the bilinear op they
+// are, g = Σ over the leading rows of dy ⊙ other, whose gradients are
+// ∂/∂dy = g ⊙ other and ∂/∂other = g ⊙ dy (g broadcast back over the rows):
+// the values stay column_dots' own (a sum of the products rounded one by one
+// would differ where the kernel fuses multiply and add).
 Tensor product_gradient(const Tensor& dy, const Tensor& other, const Shape& shape) {
   const Shape& full = dy.shape();
   const int64_t block = detail::leading_broadcast_block(shape, full);
   if (block < 0 || other.shape() != full) return mul(dy, other);
-  if (grad_enabled()) {
-    return reshape(sum(reshape(mul(dy, other), {full.numel() / block, block}), {0}), shape);
-  }
   Tensor gradient = Tensor::empty(shape);
   kernels::column_dots(gradient.data(), dy.contiguous_data().data(), other.contiguous_data().data(),
                        full.numel() / block, block);
-  return gradient;
+  if (!grad_enabled()) return gradient;
+  return record("mul_column_dots", gradient, {dy, other}, [dy, other](const Tensor& g) {
+    return Gradients{mul(g, other), mul(g, dy)};
+  });
 }
 
 }  // namespace
