@@ -45,8 +45,12 @@ TEST_CASE("gradient_penalty's gradient passes gradcheck", "[nn][higher-order][gr
   const Tensor w1 = uniform({3, 2}, -1.0, 1.0, generator);
   const Tensor b1 = uniform({3}, -0.5, 0.5, generator);
   const Tensor w2 = uniform({1, 3}, -1.0, 1.0, generator);
+  // gradcheck evaluates its function under NoGradGuard for the finite
+  // differences, and the penalty differentiates f inside, which needs
+  // recording: the function turns it back on, as gradgradcheck's does.
   const GradcheckResult result = gradcheck(
       [](const std::vector<Tensor>& in) {
+        const GradModeGuard recording(true);
         return nn::gradient_penalty(
             [&in](const Tensor& input) { return small_mlp(input, in[1], in[2], in[3]); }, in[0]);
       },
