@@ -101,6 +101,9 @@ figures=(
 
   README.md "| \`i'm home .\` | \`je suis chez moi .\` — BLEU 1.000 |"
   "translate translate --recipe transformer" "je suis chez moi \."
+
+  docs/exercises.md "reaches SGD's final loss in 2 steps where SGD takes 100 epochs"
+  "higher_order --out out/ex_newton" "Newton reaches SGD's final loss in 2 steps"
 )
 
 failures=()
