@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <iterator>
+#include <string>
 
 #include "autograd/graph_order.hpp"
 #include "autograd/inspect/hooks.hpp"  // DetectAnomaly, Profiler, DotCapture
@@ -25,6 +26,9 @@ bool grad_enabled() { return grad_mode; }
 
 NoGradGuard::NoGradGuard() : previous_(grad_mode) { grad_mode = false; }
 NoGradGuard::~NoGradGuard() { grad_mode = previous_; }
+
+GradModeGuard::GradModeGuard(bool enabled) : previous_(grad_mode) { grad_mode = enabled; }
+GradModeGuard::~GradModeGuard() { grad_mode = previous_; }
 
 namespace {
 
@@ -160,21 +164,28 @@ Tensor sum_to(const Tensor& gradient, const Shape& shape) {
 
 namespace {
 
-Tensor backward_seed(const Tensor& root, const Tensor& grad_output) {
+// The gradient `root` starts with: grad_output, or 1 for a one-element root.
+// `who` names the caller and `which` the output in messages.
+Tensor backward_seed(const char* who, const std::string& which, const Tensor& root,
+                     const Tensor& grad_output, bool create_graph) {
+  check(root.defined(), "{}: {} is an undefined tensor (default-constructed Tensor)", who, which);
   check(requires_grad(root),
-        "backward: this tensor does not require grad — none of its inputs had "
-        "requires_grad_(...) set, or it was computed under NoGradGuard");
+        "{}: {} does not require grad — none of its inputs had requires_grad_(...) set, or it "
+        "was computed under NoGradGuard",
+        who, which);
   if (!grad_output.defined()) {
     check(root.numel() == 1,
-          "backward: output has shape {}; without an output gradient backward() needs a "
-          "one-element tensor (reduce it first, e.g. sum), or pass grad_output of shape {}",
-          root.shape(), root.shape());
+          "{}: {} has shape {}; without an output gradient it must be a one-element tensor "
+          "(reduce it first, e.g. sum), or pass a gradient of shape {}",
+          who, which, root.shape(), root.shape());
     return ones(root.shape());
   }
   check(grad_output.shape() == root.shape(),
-        "backward: grad_output has shape {} but the output has shape {}; they must match",
-        grad_output.shape(), root.shape());
-  return grad_output.clone_data();  // the caller's tensor is never written
+        "{}: the gradient given for {} has shape {} but {} has shape {}; they must match", who,
+        which, grad_output.shape(), which, root.shape());
+  // The caller's tensor is never written. Recorded, it is used as it is: its
+  // own history (it may depend on parameters) is part of the new graph.
+  return create_graph ? grad_output : grad_output.clone_data();
 }
 
 // Runs one node's closure with its output's gradient and adds what it returns
@@ -211,39 +222,151 @@ void run_node(Node& node, const Tensor& gradient, const detail::GraphOrder& grap
   }
 }
 
-}  // namespace
+// Which tensors of the graph lead to one of `wanted` (are wanted, or have one
+// below them), by number: only their closures need to run for autograd::grad.
+std::vector<bool> leading_to(const detail::GraphOrder& graph, const std::vector<Tensor>& wanted) {
+  std::vector<bool> leads(graph.numbers.size(), false);
+  for (const Tensor& t : wanted) {
+    const size_t number = graph.numbers.find(t.impl_ptr().get());
+    if (number != graph.numbers.npos) leads[number] = true;
+  }
+  for (const auto& impl : graph.order) {  // inputs come before the tensors made from them
+    const size_t number = graph.numbers.find(impl.get());
+    const AutogradMeta& meta = *autograd_meta(*impl);
+    if (leads[number] || !meta.grad_fn) continue;
+    check(!meta.grad_fn->released,
+          "autograd::grad: the graph behind '{}' was already freed by an earlier backward; pass "
+          "retain_graph=true (or create_graph=true) to that first call to go through it again",
+          meta.grad_fn->name);
+    for (const Tensor& input : meta.grad_fn->inputs) {
+      if (input.defined() && requires_grad(input) &&
+          leads[graph.numbers.find(input.impl_ptr().get())]) {
+        leads[number] = true;
+        break;
+      }
+    }
+  }
+  return leads;
+}
 
-void backward(const Tensor& root, const Tensor& grad_output, bool retain_graph) {
-  const Tensor seed = backward_seed(root, grad_output);
-  const detail::InspectedPass inspected(root);  // does nothing unless a tool is on
-  NoGradGuard no_grad;                          // the closures' own arithmetic is not recorded
-  const detail::GraphOrder graph = detail::topological_order(root);
+// One backward pass, for backward() and autograd::grad. Gradients flow from
+// `roots`, which start with `seeds`. With `wanted` empty (backward()), each
+// leaf adds what reaches it into its .grad. Otherwise (autograd::grad) no
+// .grad changes: only the closures on a path to a wanted tensor run, and
+// the pass returns the gradient that reached each wanted tensor (undefined
+// for one no root depends on; zeros for one reached only by zeros).
+std::vector<Gradient> run_backward(const std::vector<Tensor>& roots,
+                                   const std::vector<Tensor>& seeds, bool retain_graph,
+                                   bool create_graph, const std::vector<Tensor>& wanted) {
+  const detail::InspectedPass inspected(roots.front());  // does nothing unless a tool is on
+  // The closures' own arithmetic is recorded only when a graph is wanted.
+  const GradModeGuard recording(create_graph);
+  const detail::GraphOrder graph = detail::topological_order(roots);
+  const bool returning = !wanted.empty();
+  const std::vector<bool> leads = returning ? leading_to(graph, wanted) : std::vector<bool>();
+  std::vector<bool> is_wanted(returning ? graph.numbers.size() : 0, false);
+  for (const Tensor& t : wanted) {
+    const size_t number = graph.numbers.find(t.impl_ptr().get());
+    if (number != graph.numbers.npos) is_wanted[number] = true;
+  }
   // pending[numbers.find(t)]: the sum of the gradients that reached tensor t so far.
   ObjectVector<Gradient> pending(graph.numbers.size());
-  pending[graph.numbers.find(root.impl_ptr().get())] = Gradient(seed);
+  for (size_t r = 0; r < roots.size(); ++r) {
+    pending[graph.numbers.find(roots[r].impl_ptr().get())] += Gradient(seeds[r]);
+  }
 
   // Reverse post-order: each tensor is processed after everything that uses it.
   for (auto it = graph.order.rbegin(); it != graph.order.rend(); ++it) {
     TensorImpl& impl = **it;
     AutogradMeta& meta = *autograd_meta(impl);
-    Gradient& slot = pending[graph.numbers.find(&impl)];
+    const size_t number = graph.numbers.find(&impl);
+    Gradient& slot = pending[number];
     if (!slot.defined()) continue;  // no gradient reached it
-    if (!meta.grad_fn) {            // a leaf: this is where gradients are kept
+    if (returning) {
+      // autograd::grad: a wanted tensor keeps its sum in its slot for the
+      // caller; what leads to no wanted tensor is not run.
+      if (!leads[number]) continue;
+      slot.form();
+      if (!meta.grad_fn) continue;
+    } else if (!meta.grad_fn) {  // a leaf: this is where gradients are kept
       accumulate_grad(meta, std::move(slot));
       continue;
     }
     slot.form();
     const Tensor gradient = slot.dense();  // any layout; closures must not assume contiguity
-    slot = Gradient();
-    if (meta.retains_grad) accumulate_grad(meta, gradient);
+    if (!returning || !is_wanted[number]) slot = Gradient();
+    if (!returning && meta.retains_grad) accumulate_grad(meta, gradient);
     Node& node = *meta.grad_fn;
     run_node(node, gradient, graph, pending);
-    if (!retain_graph) {
+    if (!retain_graph && !create_graph) {
       node.backward = nullptr;  // frees the saved tensors
       node.inputs.clear();
       node.released = true;
     }
   }
+
+  std::vector<Gradient> reached;
+  for (const Tensor& t : wanted) {
+    const size_t number = graph.numbers.find(t.impl_ptr().get());
+    if (number == graph.numbers.npos) {
+      reached.emplace_back();  // no root depends on t
+    } else if (!pending[number].defined()) {
+      reached.emplace_back(zeros(t.shape()));  // in the graph, but every path gave it zero
+    } else {
+      reached.push_back(pending[number]);
+    }
+  }
+  return reached;
 }
+
+}  // namespace
+
+void backward(const Tensor& root, const Tensor& grad_output, bool retain_graph, bool create_graph) {
+  run_backward({root}, {backward_seed("backward", "the output", root, grad_output, create_graph)},
+               retain_graph, create_graph, {});
+}
+
+namespace autograd {
+
+std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+                         const std::vector<Tensor>& grad_outputs, bool retain_graph,
+                         bool create_graph, bool allow_unused) {
+  check(!outputs.empty(), "autograd::grad: no outputs given; pass the tensors to differentiate");
+  check(!inputs.empty(),
+        "autograd::grad: no inputs given; pass the tensors to differentiate with respect to");
+  check(grad_outputs.empty() || grad_outputs.size() == outputs.size(),
+        "autograd::grad: {} grad_outputs for {} outputs; give one per output (an undefined "
+        "Tensor for a one-element output), or none",
+        grad_outputs.size(), outputs.size());
+  std::vector<Tensor> seeds;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    seeds.push_back(backward_seed("autograd::grad", fmt::format("output {}", i), outputs[i],
+                                  grad_outputs.empty() ? Tensor() : grad_outputs[i], create_graph));
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    check(inputs[i].defined() && requires_grad(inputs[i]),
+          "autograd::grad: input {} {}; gradients are taken with respect to tensors that "
+          "require grad (requires_grad_(...) on a leaf, or a result computed from one)",
+          i, inputs[i].defined() ? "does not require grad" : "is an undefined tensor");
+  }
+  std::vector<Gradient> reached = run_backward(outputs, seeds, retain_graph, create_graph, inputs);
+  std::vector<Tensor> gradients;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    Gradient& g = reached[i];
+    if (!g.defined()) {
+      check(allow_unused,
+            "autograd::grad: input {} (shape {}) is not used by the outputs' graph, so it has "
+            "no gradient; pass allow_unused=true to get an undefined Tensor for it",
+            i, inputs[i].shape());
+      gradients.emplace_back();
+      continue;
+    }
+    g.form();
+    gradients.push_back(g.dense());
+  }
+  return gradients;
+}
+
+}  // namespace autograd
 
 }  // namespace attograd

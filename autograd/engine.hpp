@@ -6,6 +6,11 @@
 // with the sum of all gradients that reached it, and adds the results into the
 // leaves' .grad. A tensor used twice therefore gets both contributions: the
 // engine accumulates, it never overwrites.
+//
+// Gradients of gradients: with create_graph the closures run with recording
+// on, so every gradient backward forms is a tensor with a graph of its own,
+// which autograd::grad or backward can differentiate again (docs/autograd.md,
+// "Gradients of gradients").
 #pragma once
 
 #include <initializer_list>
@@ -23,13 +28,27 @@ namespace attograd {
 bool grad_enabled();
 
 // While alive, ops record nothing: for evaluation, optimizer steps, and the
-// backward closures themselves.
+// backward closures themselves (unless backward was asked to create_graph).
 class NoGradGuard {
  public:
   NoGradGuard();
   ~NoGradGuard();
   NoGradGuard(const NoGradGuard&) = delete;
   NoGradGuard& operator=(const NoGradGuard&) = delete;
+
+ private:
+  bool previous_;
+};
+
+// While alive, recording is on or off as `enabled` says; restores the previous
+// state when it ends. backward(…, create_graph) turns recording on for the
+// closures; gradgradcheck turns it on inside the function it differentiates.
+class GradModeGuard {
+ public:
+  explicit GradModeGuard(bool enabled);
+  ~GradModeGuard();
+  GradModeGuard(const GradModeGuard&) = delete;
+  GradModeGuard& operator=(const GradModeGuard&) = delete;
 
  private:
   bool previous_;
@@ -91,7 +110,31 @@ Tensor saved_output(const Tensor& y);
 // Backpropagate from `root`. Without grad_output, root must hold one element
 // (a loss) and its gradient is 1. The graph is freed afterwards unless
 // retain_graph is true; going backward through a freed graph throws.
-void backward(const Tensor& root, const Tensor& grad_output = Tensor(), bool retain_graph = false);
+//
+// With create_graph the closures run with recording on (inside a closure,
+// grad_enabled() is then true): the gradients added into the leaves have
+// graphs of their own and can be differentiated again. It implies
+// retain_graph (the new graph reads the old one's saved tensors).
+void backward(const Tensor& root, const Tensor& grad_output = Tensor(), bool retain_graph = false,
+              bool create_graph = false);
+
+namespace autograd {
+
+// The gradients of `outputs` with respect to `inputs`, returned (one per
+// input, in order) rather than added into anyone's .grad, as
+// torch::autograd::grad does. grad_outputs gives each output's gradient
+// (empty: every output must hold one element, and its gradient is 1). With
+// create_graph the results are recorded and can be differentiated again:
+//   const Tensor g = autograd::grad({y}, {x}, {}, true, true)[0];  // dy/dx, with a graph
+//   const Tensor h = autograd::grad({g}, {x})[0];                  // d²y/dx²
+// create_graph implies retain_graph, as PyTorch's default has it. An input
+// that no output depends on is an error, or an undefined Tensor with
+// allow_unused; one the outputs depend on only through zero gradients gets zeros.
+std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+                         const std::vector<Tensor>& grad_outputs = {}, bool retain_graph = false,
+                         bool create_graph = false, bool allow_unused = false);
+
+}  // namespace autograd
 
 // Sum `gradient` down to `shape`, undoing NumPy broadcasting: leading axes
 // that broadcasting added are summed away, and axes where `shape` has size 1

@@ -69,11 +69,42 @@ GradcheckResult gradcheck(const GradcheckFunction& fn, const std::vector<Tensor>
   }
   result.passed = worst_ratio <= 1.0;
   result.report = fmt::format(
-      "gradcheck {}: {} elements; worst is input {} element {}: analytic {:.10g}, numeric "
+      "{} {}: {} elements; worst is input {} element {}: analytic {:.10g}, numeric "
       "{:.10g}, |difference| {:.3g} ({:.3g}x the tolerance)",
-      result.passed ? "passed" : "FAILED", result.elements_checked, result.input, result.element,
-      result.analytic, result.numeric, result.error, worst_ratio);
+      options.name, result.passed ? "passed" : "FAILED", result.elements_checked, result.input,
+      result.element, result.analytic, result.numeric, result.error, worst_ratio);
   return result;
+}
+
+GradcheckResult gradgradcheck(const GradcheckFunction& fn, const std::vector<Tensor>& inputs,
+                              const GradcheckOptions& options) {
+  const uint64_t seed = options.seed;
+  // G(x): the first derivatives of Σ fn(x) ⊙ R, with their graph. Recording
+  // is turned on inside, because gradcheck evaluates its function under
+  // NoGradGuard for the finite differences.
+  const GradcheckFunction first_derivatives = [fn, seed](const std::vector<Tensor>& x) {
+    const GradModeGuard recording(true);
+    const Tensor output = fn(x);
+    check(requires_grad(output),
+          "gradgradcheck: the function's output does not depend on any input that requires grad");
+    Generator generator(seed ^ 0x9e3779b97f4a7c15ULL);
+    const Tensor projection = randn(output.shape(), generator);
+    const std::vector<Tensor> gradients =
+        autograd::grad({sum(mul(output, projection))}, x, {}, /*retain_graph=*/false,
+                       /*create_graph=*/true, /*allow_unused=*/true);
+    std::vector<Tensor> flat;
+    for (size_t i = 0; i < x.size(); ++i) {
+      flat.push_back(reshape(gradients[i].defined() ? gradients[i] : zeros(x[i].shape()), {-1}));
+    }
+    Tensor all = cat(flat, 0);
+    // A gradient that does not depend on x (a linear fn) has no history; the
+    // analytic second derivative is then zero, and the numeric side checks it.
+    if (!requires_grad(all)) all = add(all, mul(sum(x[0]), scalar(0)));
+    return all;
+  };
+  GradcheckOptions second = options;
+  second.name = "gradgradcheck";
+  return gradcheck(first_derivatives, inputs, second);
 }
 
 }  // namespace attograd

@@ -21,7 +21,8 @@ struct GradcheckOptions {
   double epsilon = 1e-6;   // finite-difference step
   double absolute = 1e-6;  // pass when |analytic − numeric| ≤ absolute + relative·|numeric|
   double relative = 1e-5;
-  uint64_t seed = 1234;  // for the projection R
+  uint64_t seed = 1234;            // for the projection R
+  const char* name = "gradcheck";  // the check's name in the report
 };
 
 struct GradcheckResult {
@@ -42,5 +43,16 @@ using GradcheckFunction = std::function<Tensor(const std::vector<Tensor>&)>;
 // with constants of its own. fn must be deterministic (no dropout).
 GradcheckResult gradcheck(const GradcheckFunction& fn, const std::vector<Tensor>& inputs,
                           const GradcheckOptions& options = {});
+
+// Second derivatives, the same way: gradcheck of the function
+//   G(x) = ∂/∂x Σ fn(x) ⊙ R     (every input's gradient, flattened, one after another)
+// formed by autograd::grad with create_graph. Its analytic side is the
+// double backward of Σ G(x) ⊙ R₂ (a vector-Jacobian product of the gradient
+// with a random direction R₂); its numeric side is the central difference of
+// the analytic gradient G. So a backward whose gradient has no history under
+// create_graph (a kernel where ops were needed) fails wherever the second
+// derivative is not zero, and one 1 % off in a second derivative fails too.
+GradcheckResult gradgradcheck(const GradcheckFunction& fn, const std::vector<Tensor>& inputs,
+                              const GradcheckOptions& options = {});
 
 }  // namespace attograd

@@ -3,8 +3,11 @@
 
 #include <algorithm>
 
+#include "autograd/engine.hpp"
 #include "autograd/fast/deferred_gradient.hpp"
 #include "autograd/fast/gradient_stealing.hpp"
+#include "autograd/op_helpers.hpp"
+#include "autograd/ops.hpp"
 #include "tensor/error.hpp"
 #include "tensor/factory.hpp"
 #include "tensor/kernels.hpp"
@@ -26,8 +29,17 @@ Gradient Gradient::product(const Tensor& dy, const Tensor& x, int64_t first_colu
         "Gradient::product: dy {} and x {} at column {} must be (n,out) and (n,w) with the same "
         "n and {} + w <= {}",
         dy.shape(), x.shape(), first_column, first_column, in);
-  if (auto kept = fast::defer_product(dy, x, first_column, in)) return Gradient(std::move(kept));
   const int64_t n = dy.shape()[0], out = dy.shape()[1], width = x.shape()[1];
+  if (grad_enabled()) {
+    // Recording (create_graph): the same product as ops, its block placed
+    // between zero columns, so it can be differentiated again.
+    std::vector<Tensor> blocks;
+    if (first_column > 0) blocks.push_back(zeros({out, first_column}));
+    blocks.push_back(matmul(transpose(dy, 0, 1), x));
+    if (first_column + width < in) blocks.push_back(zeros({out, in - first_column - width}));
+    return blocks.size() == 1 ? blocks[0] : cat(blocks, 1);
+  }
+  if (auto kept = fast::defer_product(dy, x, first_column, in)) return Gradient(std::move(kept));
   if (n == 0) return zeros({out, in});
   Tensor block = Tensor::empty({out, width});
   kernels::matmul_forward(block.data(), dy.data(), kernels::Layout::transposed, x.data(),
@@ -43,14 +55,28 @@ Gradient Gradient::product(const Tensor& dy, const Tensor& x, int64_t first_colu
 // dE = 0 but for dE[ids[p]] += values[p]     values: (n,D) → (V,D)
 Gradient Gradient::rows(const Shape& shape, const std::vector<int64_t>& ids, const Tensor& values,
                         std::optional<int64_t> skip) {
-  if (auto kept = fast::defer_rows(shape, ids, values, skip)) return Gradient(std::move(kept));
+  if (!grad_enabled()) {
+    if (auto kept = fast::defer_rows(shape, ids, values, skip)) return Gradient(std::move(kept));
+  }
   const int64_t D = shape[1];
+  const Tensor source = values.contiguous_data();
   Tensor dtable = zeros(shape);
   for (size_t p = 0; p < ids.size(); ++p) {
     if (ids[p] == skip) continue;
-    kernels::accumulate(dtable.data() + ids[p] * D, values.data() + static_cast<int64_t>(p) * D, D);
+    kernels::accumulate(dtable.data() + ids[p] * D, source.data() + static_cast<int64_t>(p) * D, D);
   }
-  return dtable;
+  // Linear in the values: recorded (create_graph), its backward reads the
+  // rows back, zero where the id was skipped.
+  return adjoint("embedding_rows", dtable, values, [ids, skip](const Tensor& g) {
+    std::vector<int64_t> read(ids);
+    std::vector<real> kept(ids.size(), real(1));
+    for (size_t p = 0; p < ids.size(); ++p) {
+      if (ids[p] == skip) read[p] = 0, kept[p] = real(0);
+    }
+    const Tensor rows = index_select(g, 0, read);
+    if (!skip) return rows;
+    return mul(rows, from_vector(kept, Shape{static_cast<int64_t>(ids.size()), 1}));
+  });
 }
 
 Shape Gradient::shape() const { return dense_.defined() ? dense_.shape() : unformed_->shape(); }
@@ -84,6 +110,13 @@ Gradient& Gradient::operator+=(Gradient other) {
     owned_ = false;
     return *this;
   }
+  if (grad_enabled() || requires_grad(dense_) || requires_grad(other.dense_)) {
+    // A sum with history (create_graph) is the add op's, recorded when
+    // recording; a tensor with history is never written in place.
+    dense_ = add(dense_, other.dense_);
+    owned_ = !requires_grad(dense_);
+    return *this;
+  }
   own();
   const Tensor source = other.dense_.contiguous_data();
   kernels::accumulate(dense_.data(), source.data(), dense_.numel());
@@ -91,7 +124,9 @@ Gradient& Gradient::operator+=(Gradient other) {
 }
 
 void Gradient::own() {
-  if (owned_ || !dense_.defined()) return;
+  // A gradient with history (from create_graph) stays the tensor its graph
+  // made: it is read, never written in place.
+  if (owned_ || !dense_.defined() || requires_grad(dense_)) return;
   if (!fast::steal(dense_)) dense_ = dense_.clone_data();
   owned_ = true;
 }

@@ -7,7 +7,7 @@
 namespace attograd::detail {
 
 // Depth-first with an explicit stack of (tensor, next input to visit).
-GraphOrder topological_order(const Tensor& root) {
+GraphOrder topological_order(const std::vector<Tensor>& roots) {
   // Room for a small graph from the start, rather than growing 1, 2, 4, 8 ….
   constexpr size_t kSmallGraph = 16;
   GraphOrder graph;
@@ -18,22 +18,23 @@ GraphOrder topological_order(const Tensor& root) {
   };
   ObjectVector<Frame> stack;
   stack.reserve(kSmallGraph);
-  stack.push_back({root.impl_ptr(), 0});
-  graph.numbers.insert(root.impl_ptr().get());
-  while (!stack.empty()) {
-    Frame& frame = stack.back();
-    const AutogradMeta* meta = autograd_meta(*frame.impl);
-    const Node* node = meta != nullptr ? meta->grad_fn.get() : nullptr;
-    if (node != nullptr && frame.next_input < node->inputs.size()) {
-      const Tensor& input = node->inputs[frame.next_input++];
-      if (!input.defined() || !requires_grad(input)) continue;
-      if (graph.numbers.insert(input.impl_ptr().get())) {
-        stack.push_back({input.impl_ptr(), 0});  // invalidates `frame`; loop re-reads it
+  for (const Tensor& root : roots) {
+    if (graph.numbers.insert(root.impl_ptr().get())) stack.push_back({root.impl_ptr(), 0});
+    while (!stack.empty()) {
+      Frame& frame = stack.back();
+      const AutogradMeta* meta = autograd_meta(*frame.impl);
+      const Node* node = meta != nullptr ? meta->grad_fn.get() : nullptr;
+      if (node != nullptr && frame.next_input < node->inputs.size()) {
+        const Tensor& input = node->inputs[frame.next_input++];
+        if (!input.defined() || !requires_grad(input)) continue;
+        if (graph.numbers.insert(input.impl_ptr().get())) {
+          stack.push_back({input.impl_ptr(), 0});  // invalidates `frame`; loop re-reads it
+        }
+        continue;
       }
-      continue;
+      graph.order.push_back(std::move(frame.impl));
+      stack.pop_back();
     }
-    graph.order.push_back(std::move(frame.impl));
-    stack.pop_back();
   }
   return graph;
 }

@@ -16,7 +16,7 @@
 
 namespace attograd::detail {
 
-// `order`: a post-order of the tensors below the root that require grad (a
+// `order`: a post-order of the tensors below the roots that require grad (a
 // tensor comes after every input it depends on); `numbers` numbers the same
 // tensors. Inputs are visited in order, so both are the same on every run.
 struct GraphOrder {
@@ -24,6 +24,6 @@ struct GraphOrder {
   fast::TensorNumbering numbers;
 };
 
-GraphOrder topological_order(const Tensor& root);
+GraphOrder topological_order(const std::vector<Tensor>& roots);
 
 }  // namespace attograd::detail

@@ -8,11 +8,14 @@
 //   Tensor::empty(shape)     the output, filled by the forward loop
 //   record(name, y, {inputs}, backward)   attach the backward (autograd/engine.hpp)
 //   saved_output(y)          y's numbers for the backward, without y's history
+//   adjoint(…), composed_gradients(…)   a closure's gradient under create_graph
+//                            (gradients of gradients; docs/autograd.md)
 //
 // Library-internal (namespace detail, may change): the broadcasting helpers
 // the built-in ops share.
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "autograd/engine.hpp"
@@ -26,6 +29,40 @@ namespace attograd {
 // unless x is defined, so an undefined tensor never gets as far as a null
 // dereference.
 void check_defined(const char* op, const Tensor& x);
+
+// ---- Gradients of gradients ------------------------------------------------
+//
+// Under backward(…, create_graph = true) a closure runs with recording on
+// (grad_enabled() is true inside it) and must return gradients with history:
+// made of recorded ops, from the op's inputs as given (not contiguous_data()
+// copies, not saved_output(y), which have none) and from dy. A closure whose
+// maths is already ops is done. One that forms its gradient with a kernel
+// takes one of two ways out:
+
+// For a linear op y = A(x) — a view, a copy, a gather, a sum — whose closure
+// forms dx = Aᵀ(dy) with a kernel (`formed`): dx is itself linear in dy, and
+// the backward of dy ↦ Aᵀ(dy) is A again. So when recording, `formed` is
+// recorded as a node with the single input dy whose backward is apply(g) =
+// A(g), the forward op itself (recorded, so this holds to any order).
+// Otherwise `formed` is returned as it is.
+//   return Gradients{adjoint("index_select_backward", dx, dy,
+//                            [=](const Tensor& g) { return index_select(g, axis, ids); })};
+template <typename Apply>
+Tensor adjoint(const char* name, Tensor formed, const Tensor& dy, Apply apply) {
+  return record(name, std::move(formed), {dy},
+                [apply = std::move(apply)](const Tensor& g) { return Gradients{apply(g)}; });
+}
+
+// For a fused op (one kernel where the definition is several ops): the
+// gradients, at dy, of `composition` — the plain ops that define the op, on
+// the same inputs — with respect to `inputs` (the op's own inputs as given),
+// each recorded. An input that is undefined or does not require grad gets an
+// undefined Gradient. It runs the composition forward again and a nested
+// autograd::grad through it, so it costs a forward and a backward; call it
+// only when grad_enabled() in a closure.
+//   if (grad_enabled()) return composed_gradients(layer_norm_composed_of, {x, gain, bias}, dy);
+Gradients composed_gradients(const std::function<Tensor(const std::vector<Tensor>&)>& composition,
+                             const std::vector<Tensor>& inputs, const Tensor& dy);
 
 }  // namespace attograd
 

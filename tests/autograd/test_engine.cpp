@@ -156,7 +156,7 @@ TEST_CASE("nothing is recorded under NoGradGuard", "[autograd][engine]") {
       CHECK_FALSE(grad_enabled());
     }
     CHECK_FALSE(grad_enabled());  // the inner guard restores "off", not "on"
-    REQUIRE_THROWS_WITH(backward(sum(y)), Catch::StartsWith("backward: this tensor does not "
+    REQUIRE_THROWS_WITH(backward(sum(y)), Catch::StartsWith("backward: the output does not "
                                                             "require grad"));
   }
   CHECK(grad_enabled());
@@ -239,8 +239,9 @@ TEST_CASE("retain_graph allows a second backward, the default frees the graph",
 TEST_CASE("backward on a non-scalar needs grad_output", "[autograd][engine]") {
   Tensor x = requires_grad_(tensor({1, 2, 3}));
   Tensor y = x * x;
-  REQUIRE_THROWS_WITH(backward(y), Catch::StartsWith("backward: output has shape (3); without an "
-                                                     "output gradient"));
+  REQUIRE_THROWS_WITH(backward(y),
+                      Catch::StartsWith("backward: the output has shape (3); without an "
+                                        "output gradient"));
   // With grad_output = (1, 10, 100): dx = grad_output ⊙ 2x.
   backward(y, tensor({1, 10, 100}));
   require_values(grad(x), {2, 40, 600});
@@ -249,7 +250,7 @@ TEST_CASE("backward on a non-scalar needs grad_output", "[autograd][engine]") {
 TEST_CASE("backward on a tensor that does not require grad throws", "[autograd][engine]") {
   Tensor x = tensor({1, 2});
   REQUIRE_THROWS_WITH(backward(sum(x)),
-                      Catch::StartsWith("backward: this tensor does not require grad"));
+                      Catch::StartsWith("backward: the output does not require grad"));
 }
 
 TEST_CASE("retain_grad keeps an intermediate gradient", "[autograd][engine]") {

@@ -160,15 +160,16 @@ TEST_CASE("reduction errors", "[autograd][errors]") {
 TEST_CASE("backward errors", "[autograd][errors]") {
   Tensor x = requires_grad_(tensor({1, 2, 3}));
   REQUIRE_THROWS_WITH(backward(x * x),
-                      "backward: output has shape (3); without an output gradient backward() "
-                      "needs a one-element tensor (reduce it first, e.g. sum), or pass "
-                      "grad_output of shape (3)");
+                      "backward: the output has shape (3); without an output gradient it must be a "
+                      "one-element tensor (reduce it first, e.g. sum), or pass a gradient of "
+                      "shape (3)");
   REQUIRE_THROWS_WITH(backward(sum(tensor({1, 2}))),
-                      "backward: this tensor does not require grad — none of its inputs had "
+                      "backward: the output does not require grad — none of its inputs had "
                       "requires_grad_(...) set, or it was computed under NoGradGuard");
-  REQUIRE_THROWS_WITH(backward(x * x, ones({2})),
-                      "backward: grad_output has shape (2) but the output has shape (3); they must "
-                      "match");
+  REQUIRE_THROWS_WITH(
+      backward(x * x, ones({2})),
+      "backward: the gradient given for the output has shape (2) but the output has "
+      "shape (3); they must match");
   REQUIRE_THROWS_WITH(requires_grad_(x * x, false),
                       "requires_grad_: only leaf tensors can stop requiring grad; use detach() on "
                       "a result");

@@ -659,17 +659,46 @@ TEST_CASE("every op passes gradcheck on the table's shapes", "[autograd][gradche
   CHECK(elements > 5000);
 }
 
+// The same rows, second derivatives: gradgradcheck (autograd/gradcheck.hpp)
+// differentiates each row's gradient, formed with create_graph, again. With
+// the coverage test below, every op declared under autograd/ is checked
+// twice differentiable, on the fast path and on the reference path.
+TEST_CASE("every op passes gradgradcheck on the table's shapes",
+          "[autograd][gradcheck][higher-order][f64]") {
+  int64_t cases = 0, elements = 0;
+  for (const GradcheckRow& row : gradcheck_table()) {
+    for (size_t c = 0; c < row.cases.size() * 2; ++c) {
+      const Inputs& inputs = row.cases[c / 2];
+      std::optional<fast::ReferencePath> reference;
+      if (c % 2 == 1) reference.emplace();
+      INFO(row.name << " | case " << c / 2 << (reference ? " (reference path)" : " (fast path)")
+                    << ": inputs " << shapes_of(inputs) << " | " << row.note);
+      GradcheckResult result;
+      CHECK_NOTHROW(result = gradgradcheck(row.function, inputs));
+      INFO(result.report);
+      CHECK(result.passed);
+      ++cases;
+      elements += result.elements_checked;
+    }
+  }
+  CHECK(cases > 200);
+  CHECK(elements > 5000);
+}
+
 // Every header under autograd/ (fast/ included) is read: an op declared
-// anywhere there needs a row, wherever it was added.
+// anywhere there needs a row, wherever it was added — and every row runs
+// both gradcheck and gradgradcheck (the two test cases above).
 TEST_CASE("the gradcheck table covers every op declared under autograd/", "[autograd][gradcheck]") {
   std::stringstream text;
   int headers = 0;
   for (const auto& entry : std::filesystem::recursive_directory_iterator(
            std::filesystem::path(ATTOGRAD_SOURCE_DIR) / "autograd")) {
-    // engine.hpp declares the engine (record, grad, detach, sum_to …) and
-    // gradcheck.hpp the checker: functions on tensors, not ops.
+    // engine.hpp declares the engine (record, grad, detach, sum_to …),
+    // gradcheck.hpp the checker and op_helpers.hpp what writing an op takes
+    // (adjoint …): functions on tensors, not ops.
     const std::string file = entry.path().filename().string();
-    if (entry.path().extension() != ".hpp" || file == "engine.hpp" || file == "gradcheck.hpp") {
+    if (entry.path().extension() != ".hpp" || file == "engine.hpp" || file == "gradcheck.hpp" ||
+        file == "op_helpers.hpp") {
       continue;
     }
     std::ifstream header(entry.path());
