@@ -78,33 +78,44 @@ GradcheckResult gradcheck(const GradcheckFunction& fn, const std::vector<Tensor>
 
 GradcheckResult gradgradcheck(const GradcheckFunction& fn, const std::vector<Tensor>& inputs,
                               const GradcheckOptions& options) {
-  const uint64_t seed = options.seed;
-  // G(x): the first derivatives of Σ fn(x) ⊙ R, with their graph. Recording
-  // is turned on inside, because gradcheck evaluates its function under
-  // NoGradGuard for the finite differences.
-  const GradcheckFunction first_derivatives = [fn, seed](const std::vector<Tensor>& x) {
+  // The output gradient R is an input of G too: G is linear in R, and its
+  // derivative along R is the first derivative itself, which is only right
+  // if every closure keeps the history of the gradient it is given (a view's
+  // backward that copies dy into plain numbers would pass for x alone).
+  Tensor output_gradient;
+  {
+    NoGradGuard no_grad;
+    Generator generator(options.seed ^ 0x9e3779b97f4a7c15ULL);
+    output_gradient = randn(fn(inputs).shape(), generator);
+  }
+  // G(x, R): the first derivatives of Σ fn(x) ⊙ R, with their graph.
+  // Recording is turned on inside, because gradcheck evaluates its function
+  // under NoGradGuard for the finite differences.
+  const GradcheckFunction first_derivatives = [fn](const std::vector<Tensor>& x_and_r) {
     const GradModeGuard recording(true);
+    const std::vector<Tensor> x(x_and_r.begin(), x_and_r.end() - 1);
+    const Tensor& r = x_and_r.back();
     const Tensor output = fn(x);
     check(requires_grad(output),
           "gradgradcheck: the function's output does not depend on any input that requires grad");
-    Generator generator(seed ^ 0x9e3779b97f4a7c15ULL);
-    const Tensor projection = randn(output.shape(), generator);
     const std::vector<Tensor> gradients =
-        autograd::grad({sum(mul(output, projection))}, x, {}, /*retain_graph=*/false,
+        autograd::grad({sum(mul(output, r))}, x, {}, /*retain_graph=*/false,
                        /*create_graph=*/true, /*allow_unused=*/true);
     std::vector<Tensor> flat;
     for (size_t i = 0; i < x.size(); ++i) {
       flat.push_back(reshape(gradients[i].defined() ? gradients[i] : zeros(x[i].shape()), {-1}));
     }
     Tensor all = cat(flat, 0);
-    // A gradient that does not depend on x (a linear fn) has no history; the
-    // analytic second derivative is then zero, and the numeric side checks it.
-    if (!requires_grad(all)) all = add(all, mul(sum(x[0]), scalar(0)));
+    // A gradient with no history at all: its analytic derivatives are then
+    // zero, and the numeric side checks that they are.
+    if (!requires_grad(all)) all = add(all, mul(sum(r), scalar(0)));
     return all;
   };
+  std::vector<Tensor> inputs_and_r = inputs;
+  inputs_and_r.push_back(output_gradient);
   GradcheckOptions second = options;
   second.name = "gradgradcheck";
-  return gradcheck(first_derivatives, inputs, second);
+  return gradcheck(first_derivatives, inputs_and_r, second);
 }
 
 }  // namespace attograd

@@ -45,13 +45,14 @@ GradcheckResult gradcheck(const GradcheckFunction& fn, const std::vector<Tensor>
                           const GradcheckOptions& options = {});
 
 // Second derivatives, the same way: gradcheck of the function
-//   G(x) = ∂/∂x Σ fn(x) ⊙ R     (every input's gradient, flattened, one after another)
-// formed by autograd::grad with create_graph. Its analytic side is the
-// double backward of Σ G(x) ⊙ R₂ (a vector-Jacobian product of the gradient
-// with a random direction R₂); its numeric side is the central difference of
-// the analytic gradient G. So a backward whose gradient has no history under
-// create_graph (a kernel where ops were needed) fails wherever the second
-// derivative is not zero, and one 1 % off in a second derivative fails too.
+//   G(x, R) = ∂/∂x Σ fn(x) ⊙ R     (every input's gradient, flattened, one after another)
+// formed by autograd::grad with create_graph, with respect to the inputs and
+// to the output gradient R (a random tensor, the last input of the report).
+// Its analytic side is the double backward of Σ G ⊙ R₂ (a vector-Jacobian
+// product of the gradient with a random direction R₂); its numeric side is
+// the central difference of the analytic G. So a backward whose gradient
+// loses its history under create_graph (a kernel where ops were needed)
+// fails, and so does one 1 % off in a single second derivative.
 GradcheckResult gradgradcheck(const GradcheckFunction& fn, const std::vector<Tensor>& inputs,
                               const GradcheckOptions& options = {});
 

@@ -127,6 +127,12 @@ namespace {
 // engine would sum dy ⊙ other down to `shape` anyway; one column_dots pass
 // forms those sums without writing the full product. Otherwise the product
 // is returned at dy's shape, and the engine's sum_to reduces it.
+//
+// Recording (create_graph), the sums are recorded as the bilinear op they
+// are, g = Σ over the leading rows of dy ⊙ other, whose gradients are
+// ∂/∂dy = g ⊙ other and ∂/∂other = g ⊙ dy (g broadcast back over the rows):
+// the values stay column_dots' own (a sum of the products rounded one by one
+// would differ where the kernel fuses multiply and add).
 Tensor product_gradient(const Tensor& dy, const Tensor& other, const Shape& shape) {
   const Shape& full = dy.shape();
   const int64_t block = detail::leading_broadcast_block(shape, full);
@@ -134,7 +140,10 @@ Tensor product_gradient(const Tensor& dy, const Tensor& other, const Shape& shap
   Tensor gradient = Tensor::empty(shape);
   kernels::column_dots(gradient.data(), dy.contiguous_data().data(), other.contiguous_data().data(),
                        full.numel() / block, block);
-  return gradient;
+  if (!grad_enabled()) return gradient;
+  return record("mul_column_dots", gradient, {dy, other}, [dy, other](const Tensor& g) {
+    return Gradients{mul(g, other), mul(g, dy)};
+  });
 }
 
 }  // namespace
@@ -148,7 +157,11 @@ Tensor mul(const Tensor& a, const Tensor& b) {
       // x ⊙ x: both gradients, dy ⊙ x twice, reach the same tensor, so they
       // go as one, dy ⊙ x doubled in place. Doubling is exact, so this is the
       // sum the engine would form (to the bit, unless the products are
-      // subnormal).
+      // subnormal). Recording, the doubling is an add of the product to itself.
+      if (grad_enabled()) {
+        const Tensor once = mul(dy, a);
+        return Gradients{add(once, once), Tensor()};
+      }
       Tensor twice = detail::binary_values(Binary::mul, "mul", dy, a);
       kernels::binary_forward(Binary::add, twice.data(), twice.data(), 1, twice.data(), 1,
                               twice.numel());
@@ -160,29 +173,81 @@ Tensor mul(const Tensor& a, const Tensor& b) {
 }
 
 // y = a ⊘ b          da = dy ⊘ b,  db = −dy ⊙ a ⊘ b² = −dy ⊙ y ⊘ b
+// (recording, y is recomputed as a ⊘ b: the saved y has no history)
 Tensor div(const Tensor& a, const Tensor& b) {
   Tensor y = detail::binary_values(Binary::div, "div", a, b);
   return record("div", y, {a, b}, [a, b, y = saved_output(y)](const Tensor& dy) {
+    const bool need_b = requires_grad(b);
+    const Tensor quotient = need_b && grad_enabled() ? div(a, b) : y;
     return Gradients{requires_grad(a) ? div(dy, b) : Tensor(),
-                     requires_grad(b) ? neg(div(mul(dy, y), b)) : Tensor()};
+                     need_b ? neg(div(mul(dy, quotient), b)) : Tensor()};
   });
 }
 
 namespace {
 
+// dx = dy · f'(x) written with ops, for a backward that is recorded
+// (create_graph): each is the formula of f's kernel (tensor/kernels_unary.hpp)
+// with its operations in the same order, so the values are the kernel's to the
+// bit; where the kernel reads y, y is recomputed from x (the saved y has no
+// history). relu's f' is a step, constant in x: dy where x > 0, else 0.
+Tensor unary_gradient(Unary op, const Tensor& dy, const Tensor& x) {
+  switch (op) {
+    case Unary::neg:
+      return neg(dy);
+    case Unary::exp:
+      return mul(dy, exp(x));
+    case Unary::log:
+      return div(dy, x);
+    case Unary::sqrt:
+      return div(mul(dy, scalar(real(0.5))), sqrt(x));
+    case Unary::sin:
+      return mul(dy, cos(x));
+    case Unary::cos:
+      return mul(neg(dy), sin(x));
+    case Unary::tanh: {
+      const Tensor y = tanh(x);
+      return mul(dy, sub(scalar(real(1)), mul(y, y)));
+    }
+    case Unary::sigmoid: {
+      const Tensor y = sigmoid(x);
+      return mul(mul(dy, y), sub(scalar(real(1)), y));
+    }
+    case Unary::relu: {
+      Tensor not_positive = x.clone_data();
+      for (int64_t i = 0; i < not_positive.numel(); ++i) {
+        not_positive.data()[i] = not_positive.data()[i] > 0 ? real(0) : real(1);
+      }
+      return masked_fill(dy, not_positive, real(0));
+    }
+    case Unary::softplus:
+      return div(dy, add(scalar(real(1)), exp(neg(x))));
+    case Unary::count:
+      break;
+  }
+  check(false, "{}: no recorded gradient for this function", "unary_gradient");
+  return Tensor();
+}
+
 // y = f(x) elementwise; backward dx = dy · f'(x) by the fused kernel, which
-// reads x or y as the derivative needs (e.g. tanh' = 1 − y²).
+// reads x or y as the derivative needs (e.g. tanh' = 1 − y²). The closure
+// keeps x as given (its history, for a recorded backward) and, only when x
+// was not contiguous, the contiguous copy the kernels read.
 Tensor unary(Unary op, const char* name, const Tensor& x_in) {
   check_defined(name, x_in);
   const Tensor x = x_in.contiguous_data();
   Tensor y = Tensor::empty(x.shape());
   kernels::unary_forward(op, y.data(), x.data(), x.numel());
-  return record(name, y, {x_in}, [op, x, y = saved_output(y)](const Tensor& dy_in) {
-    const Tensor dy = dy_in.contiguous_data();
-    Tensor dx = Tensor::empty(x.shape());
-    kernels::unary_backward(op, dx.data(), dy.data(), x.data(), y.data(), x.numel());
-    return Gradients{dx};
-  });
+  Tensor x_copy = x_in.is_contiguous() ? Tensor() : x;
+  return record(name, y, {x_in},
+                [op, x_in, x_copy = std::move(x_copy), y = saved_output(y)](const Tensor& dy_in) {
+                  if (grad_enabled()) return Gradients{unary_gradient(op, dy_in, x_in)};
+                  const Tensor& x = x_copy.defined() ? x_copy : x_in;
+                  const Tensor dy = dy_in.contiguous_data();
+                  Tensor dx = Tensor::empty(x.shape());
+                  kernels::unary_backward(op, dx.data(), dy.data(), x.data(), y.data(), x.numel());
+                  return Gradients{dx};
+                });
 }
 
 }  // namespace
@@ -199,17 +264,24 @@ Tensor relu(const Tensor& x) { return unary(Unary::relu, "relu", x); }  // dy wh
 Tensor softplus(const Tensor& x) { return unary(Unary::softplus, "softplus", x); }  // dy ⊙ σ(x)
 
 // y = x^p            dx = dy ⊙ p · x^(p−1)
+// (recording: (dy · p) ⊙ pow(x, p − 1) with ops, the kernel's order)
 Tensor pow(const Tensor& x_in, real exponent) {
   check_defined("pow", x_in);
   const Tensor x = x_in.contiguous_data();
   Tensor y = Tensor::empty(x.shape());
   kernels::pow_forward(y.data(), x.data(), exponent, x.numel());
-  return record("pow", y, {x_in}, [x, exponent](const Tensor& dy_in) {
-    const Tensor dy = dy_in.contiguous_data();
-    Tensor dx = Tensor::empty(x.shape());
-    kernels::pow_backward(dx.data(), dy.data(), x.data(), exponent, x.numel());
-    return Gradients{dx};
-  });
+  Tensor x_copy = x_in.is_contiguous() ? Tensor() : x;
+  return record("pow", y, {x_in},
+                [x_in, x_copy = std::move(x_copy), exponent](const Tensor& dy_in) {
+                  if (grad_enabled()) {
+                    return Gradients{mul(mul(dy_in, scalar(exponent)), pow(x_in, exponent - 1))};
+                  }
+                  const Tensor& x = x_copy.defined() ? x_copy : x_in;
+                  const Tensor dy = dy_in.contiguous_data();
+                  Tensor dx = Tensor::empty(x.shape());
+                  kernels::pow_backward(dx.data(), dy.data(), x.data(), exponent, x.numel());
+                  return Gradients{dx};
+                });
 }
 
 Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }

@@ -8,11 +8,17 @@
 // gradients. tests/nn/test_gru.cpp keeps the composed version as the
 // specification and checks the two agree, values and gradients. The weight
 // gradients are named as products, dW = Σ dgᵀ x (Gradient::product), which
-// the fast path keeps as factors over a whole sequence.
+// the fast path keeps as factors over a whole sequence. A backward pass that
+// records (create_graph) differentiates the composed step instead
+// (gru_cell_composed below), so its gradients have a history.
 #include "autograd/ops_gru.hpp"
+
+#include <array>
+#include <vector>
 
 #include "autograd/engine.hpp"
 #include "autograd/op_helpers.hpp"
+#include "autograd/ops.hpp"
 #include "tensor/factory.hpp"
 #include "tensor/kernels_gru.hpp"
 
@@ -29,6 +35,9 @@ struct GruSaved {
   Tensor r, z, n, gh_n;               // (B,H) each, from the forward pass
   // Which gradients to compute: only those of inputs that require grad.
   bool need_x, need_h, need_weight_ih, need_weight_hh, need_bias_ih, need_bias_hh;
+  // The six inputs as given, with their history, for a backward pass that
+  // records (create_graph).
+  std::array<Tensor, 6> given;
 };
 
 Tensor saved_values(const Tensor& t) { return t.defined() ? detach(t).contiguous_data() : t; }
@@ -76,7 +85,36 @@ GruSaved make_saved(const Tensor& x, const Tensor& h, const Tensor& weight_ih,
                   .need_weight_ih = requires_grad(weight_ih),
                   .need_weight_hh = requires_grad(weight_hh),
                   .need_bias_ih = bias_ih.defined() && requires_grad(bias_ih),
-                  .need_bias_hh = bias_hh.defined() && requires_grad(bias_hh)};
+                  .need_bias_hh = bias_hh.defined() && requires_grad(bias_hh),
+                  .given = {x, h, weight_ih, weight_hh, bias_ih, bias_hh}};
+}
+
+// ---- The composition ---------------------------------------------------------------
+//
+// The step written with ops (linear, slice, sigmoid, tanh, mul, add): the
+// specification, and what a backward pass that records (create_graph)
+// differentiates instead of the fused kernels, so the gradients it returns
+// have a history. The formulas are those of gru_cell below.
+Tensor gru_cell_composed(const Tensor& x, const Tensor& h, const Tensor& weight_ih,
+                         const Tensor& weight_hh, const Tensor& bias_ih, const Tensor& bias_hh) {
+  const int64_t H = h.shape()[1];
+  const Tensor gi = linear(x, weight_ih, bias_ih);  // (B,3H)
+  const Tensor gh = linear(h, weight_hh, bias_hh);  // (B,3H)
+  auto gate = [H](const Tensor& g, int64_t k) { return slice(g, 1, k * H, (k + 1) * H); };
+  const Tensor r = sigmoid(gate(gi, 0) + gate(gh, 0));
+  const Tensor z = sigmoid(gate(gi, 1) + gate(gh, 1));
+  const Tensor n = tanh(gate(gi, 2) + r * gate(gh, 2));
+  return (real(1) - z) * n + z * h;
+}
+
+// inputs: x, h, weight_ih, weight_hh, bias_ih, bias_hh as given -> their
+// gradients at dh', as recorded tensors.
+Gradients composed_cell_gradients(const std::array<Tensor, 6>& given, const Tensor& dh_new) {
+  return composed_gradients(
+      [](const std::vector<Tensor>& in) {
+        return gru_cell_composed(in[0], in[1], in[2], in[3], in[4], in[5]);
+      },
+      std::vector<Tensor>(given.begin(), given.end()), dh_new);
 }
 
 }  // namespace
@@ -182,6 +220,7 @@ Tensor gru_cell(const Tensor& x_in, const Tensor& h_in, const Tensor& weight_ih_
   // dh' -> gradients of (x, h, W_ih, W_hh, b_ih, b_hh), by the formulas above;
   // dW_ih = dgiᵀ x and dW_hh = dghᵀ h are named as products (Gradient::product).
   auto gradients = [saved = std::move(saved), B, input, H](const Tensor& dh_new) {
+    if (grad_enabled()) return composed_cell_gradients(saved.given, dh_new);
     const GruStepGradients g = gru_step_backward(saved, dh_new, B, input, H);
     return Gradients{g.dx,
                      g.dh,
@@ -224,7 +263,21 @@ struct GruSequenceSaved {
   Tensor x, h0, outputs, weight_ih, weight_hh;  // (T·B,in), (B,H), (T,B,H), (3H,in), (3H,H)
   Tensor r, z, n, gh_n;                         // (T,B,H) each, from the forward pass
   bool need_x, need_h0, need_weight_ih, need_weight_hh, need_bias_ih, need_bias_hh;
+  std::array<Tensor, 6> given;  // x, h0, …, the inputs as given (create_graph)
 };
+
+// The sequence as T composed steps (h0 undefined: zeros) -> (T,B,H).
+Tensor gru_sequence_composed(const std::vector<Tensor>& in) {
+  const Tensor &x = in[0], &weight_hh = in[3];
+  const int64_t T = x.shape()[0], B = x.shape()[1], H = weight_hh.shape()[1];
+  Tensor h = in[1].defined() ? in[1] : zeros({B, H});
+  std::vector<Tensor> outputs;
+  for (int64_t t = 0; t < T; ++t) {
+    h = gru_cell_composed(select(x, 0, t), h, in[2], weight_hh, in[4], in[5]);
+    outputs.push_back(h);
+  }
+  return stack(outputs, 0);
+}
 
 void check_sequence_shapes(const Tensor& x, const Tensor& h0, const Tensor& weight_ih,
                            const Tensor& weight_hh, const Tensor& bias_ih, const Tensor& bias_hh) {
@@ -274,7 +327,8 @@ Tensor gru_sequence(const Tensor& x_in, const Tensor& h0_in, const Tensor& weigh
       .need_weight_ih = requires_grad(weight_ih_in),
       .need_weight_hh = requires_grad(weight_hh_in),
       .need_bias_ih = bias_ih_in.defined() && requires_grad(bias_ih_in),
-      .need_bias_hh = bias_hh_in.defined() && requires_grad(bias_hh_in)};
+      .need_bias_hh = bias_hh_in.defined() && requires_grad(bias_hh_in),
+      .given = {x_in, h0_in, weight_ih_in, weight_hh_in, bias_ih_in, bias_hh_in}};
   const Tensor b_ih = saved_values(bias_ih_in), b_hh = saved_values(bias_hh_in);
 
   Tensor gi = Tensor::empty({rows, 3 * H});  // every step's input projection, one product
@@ -294,6 +348,11 @@ Tensor gru_sequence(const Tensor& x_in, const Tensor& h0_in, const Tensor& weigh
 
   // dY (T,B,H) -> gradients of (x, h0, W_ih, W_hh, b_ih, b_hh), by the formulas above.
   auto gradients = [saved = std::move(saved), T, B, input, H](const Tensor& d_outputs_in) {
+    if (grad_enabled()) {  // the gradients of T composed steps, recorded
+      return composed_gradients(gru_sequence_composed,
+                                std::vector<Tensor>(saved.given.begin(), saved.given.end()),
+                                d_outputs_in);
+    }
     const Tensor d_outputs = d_outputs_in.contiguous_data();
     const int64_t rows = T * B, step = B * H;
     Tensor d_gi = Tensor::empty({rows, 3 * H}), d_gh = Tensor::empty({rows, 3 * H});

@@ -4,7 +4,10 @@
 // PyTorch's GRUCell, gates stacked r, z, n:
 //   r = σ(x W_irᵀ + b_ir + h W_hrᵀ + b_hr),  z = σ(x W_izᵀ + b_iz + h W_hzᵀ + b_hz),
 //   n = tanh(x W_inᵀ + b_in + r ⊙ (h W_hnᵀ + b_hn)),  h' = (1 − z) ⊙ n + z ⊙ h.
-// The GRU layers of nn/ are built on these two ops.
+// The GRU layers of nn/ are built on these two ops. A backward pass that
+// records (create_graph) takes the gradients of the same step written with
+// linear, slice, sigmoid, tanh and mul instead of the fused kernels', so
+// they can be differentiated again.
 #pragma once
 
 #include "tensor/tensor.hpp"

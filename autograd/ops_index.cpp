@@ -43,10 +43,30 @@ std::vector<int64_t> mask_positions(const char* op, const Tensor& mask, const Sh
   return positions;
 }
 
+// y[p] = x[sources[p]], y of shape `shape`, x read at row-major offsets
+// dx = zeros shaped like x, with dy[p] added at sources[p]
+// gather's forward and backward. dx is linear in dy, and the map it is the
+// adjoint of is this pick, which a recorded backward applies (and records).
+Tensor pick_at(const char* name, const Tensor& x,
+               std::shared_ptr<const std::vector<int64_t>> sources, const Shape& shape) {
+  const Tensor values = x.contiguous_data();
+  Tensor y = Tensor::empty(shape);
+  for (size_t p = 0; p < sources->size(); ++p) y.data()[p] = values.data()[(*sources)[p]];
+  return record(name, y, {x}, [name, sources, x_shape = x.shape()](const Tensor& dy_in) {
+    const Tensor dy = dy_in.contiguous_data();
+    Tensor dx = zeros(x_shape);
+    for (size_t p = 0; p < sources->size(); ++p) dx.data()[(*sources)[p]] += dy.data()[p];
+    return Gradients{
+        adjoint(name, dx, dy_in, [name, sources, y_shape = dy_in.shape()](const Tensor& g) {
+          return pick_at(name, g, sources, y_shape);
+        })};
+  });
+}
+
 }  // namespace
 
 // y = x with slices along `axis` picked by `indices`; y.shape[axis] = #indices
-// dx[…, indices[i], …] += dy[…, i, …]
+// dx[…, indices[i], …] += dy[…, i, …]   (the adjoint of index_select itself)
 Tensor index_select(const Tensor& x, int64_t axis_in, const std::vector<int64_t>& indices) {
   check_defined("index_select", x);
   const int64_t axis = normalize_axis("index_select", axis_in, x.dim());
@@ -68,7 +88,7 @@ Tensor index_select(const Tensor& x, int64_t axis_in, const std::vector<int64_t>
     }
   }
   return record("index_select", y, {x},
-                [split, count, indices, x_shape = x.shape()](const Tensor& dy_in) {
+                [split, count, indices, axis, x_shape = x.shape()](const Tensor& dy_in) {
                   const Tensor dy = dy_in.contiguous_data();
                   Tensor dx = zeros(x_shape);
                   for (int64_t o = 0; o < split.outer; ++o) {
@@ -77,12 +97,14 @@ Tensor index_select(const Tensor& x, int64_t axis_in, const std::vector<int64_t>
                                           dy.data() + (o * count + i) * split.inner, split.inner);
                     }
                   }
-                  return Gradients{dx};
+                  return Gradients{adjoint(
+                      "index_select", dx, dy_in,
+                      [axis, indices](const Tensor& g) { return index_select(g, axis, indices); })};
                 });
 }
 
 // y[p] = x[p with its `axis` coordinate replaced by index[p]]  (torch.gather)
-// dx[that position] += dy[p]
+// dx[that position] += dy[p]      (pick_at with those positions)
 Tensor gather(const Tensor& x, int64_t axis_in, const std::vector<int64_t>& index,
               const Shape& index_shape) {
   check_defined("gather", x);
@@ -113,15 +135,7 @@ Tensor gather(const Tensor& x, int64_t axis_in, const std::vector<int64_t>& inde
       coordinate[d] = 0;
     }
   }
-  const Tensor values = x.contiguous_data();
-  Tensor y = Tensor::empty(index_shape);
-  for (size_t p = 0; p < sources->size(); ++p) y.data()[p] = values.data()[(*sources)[p]];
-  return record("gather", y, {x}, [sources, x_shape = x.shape()](const Tensor& dy_in) {
-    const Tensor dy = dy_in.contiguous_data();
-    Tensor dx = zeros(x_shape);
-    for (size_t p = 0; p < sources->size(); ++p) dx.data()[(*sources)[p]] += dy.data()[p];
-    return Gradients{dx};
-  });
+  return pick_at("gather", x, std::move(sources), index_shape);
 }
 
 // y = value where mask ≠ 0, else x        dx = dy where mask = 0, else 0
@@ -139,6 +153,7 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, real value) {
 }
 
 // y = the entries of x where mask ≠ 0, as 1-D     dx = zeros with dy put back
+// (the adjoint of picking those entries: pick_at)
 Tensor masked_select(const Tensor& x, const Tensor& mask) {
   check_defined("masked_select", x);
   auto positions =
@@ -150,13 +165,33 @@ Tensor masked_select(const Tensor& x, const Tensor& mask) {
     const Tensor dy = dy_in.contiguous_data();
     Tensor dx = zeros(x_shape);
     for (size_t i = 0; i < positions->size(); ++i) dx.data()[(*positions)[i]] = dy.data()[i];
-    return Gradients{dx};
+    return Gradients{adjoint("masked_select", dx, dy_in, [positions](const Tensor& g) {
+      return pick_at("masked_select", g, positions, {static_cast<int64_t>(positions->size())});
+    })};
   });
 }
 
 }  // namespace attograd
 
 namespace attograd {
+
+namespace {
+
+// y[p, :] = table[ids[p], :], 0 where ids[p] = padding_idx     y: (*, D), y_shape
+// The map whose adjoint is embedding's dweight, with ops (recorded).
+Tensor rows_read(const Tensor& table, const std::vector<int64_t>& ids, const Shape& y_shape,
+                 std::optional<int64_t> padding_idx) {
+  const Shape ids_shape(Dims(y_shape.begin(), y_shape.end() - 1));
+  const Tensor read = embedding(table, ids, ids_shape, padding_idx, /*sparse=*/false);
+  if (!padding_idx) return read;
+  Shape mask_shape = ids_shape;
+  mask_shape.push_back(1);
+  Tensor is_padding = zeros(mask_shape);
+  for (size_t p = 0; p < ids.size(); ++p) is_padding.data()[p] = ids[p] == *padding_idx ? 1 : 0;
+  return masked_fill(read, is_padding, real(0));
+}
+
+}  // namespace
 
 // y[p, :] = weight[ids[p], :]                    ids: (*) -> y: (*, D)
 // dweight[v, :] = Σ_{p : ids[p] = v} dy[p, :]    for every v ≠ padding_idx; 0 for padding_idx
@@ -167,6 +202,9 @@ namespace attograd {
 // With `sparse` the table's gradient is named as rows (Gradient::rows), as
 // PyTorch's nn.Embedding(sparse=True) does: the fast path then keeps only the
 // rows read, instead of a (V,D) matrix of zeros with a few rows filled.
+// dweight is linear in dy; the map it is the adjoint of looks rows up in a
+// (V,D) tensor and reads 0 at the padding positions (rows_read), which a
+// recorded backward applies.
 Tensor embedding(const Tensor& weight, const std::vector<int64_t>& ids_in, const Shape& ids_shape,
                  std::optional<int64_t> padding_idx, bool sparse) {
   check_defined("embedding", weight);
@@ -192,14 +230,23 @@ Tensor embedding(const Tensor& weight, const std::vector<int64_t>& ids_in, const
   return record(
       "embedding", y, {weight}, [ids, V, D, padding_idx, sparse](const Tensor& dy_in) -> Gradients {
         const Tensor dy = dy_in.contiguous_data();
-        if (sparse) return {Gradient::rows({V, D}, *ids, dy, padding_idx)};
+        if (sparse) {
+          // Recording, the rows are dy as given (n,D), with its history: Gradient::rows then
+          // forms the table's gradient as a recorded scatter of them.
+          const Tensor values =
+              grad_enabled() ? reshape(dy_in, {static_cast<int64_t>(ids->size()), D}) : dy;
+          return {Gradient::rows({V, D}, *ids, values, padding_idx)};
+        }
         Tensor dweight = zeros({V, D});
         for (size_t p = 0; p < ids->size(); ++p) {
           const int64_t id = (*ids)[p];
           if (id == padding_idx) continue;
           kernels::accumulate(dweight.data() + id * D, dy.data() + static_cast<int64_t>(p) * D, D);
         }
-        return {dweight};
+        return {adjoint("embedding", dweight, dy_in,
+                        [ids, padding_idx, y_shape = dy_in.shape()](const Tensor& g) {
+                          return rows_read(g, *ids, y_shape, padding_idx);
+                        })};
       });
 }
 

@@ -6,6 +6,7 @@
 #include "autograd/fast/sentence_products.hpp"
 #include "autograd/op_helpers.hpp"
 #include "autograd/ops.hpp"
+#include "tensor/factory.hpp"
 #include "tensor/kernels.hpp"
 
 namespace attograd {
@@ -28,20 +29,44 @@ void check_linear(const char* op, const Tensor& x, const Tensor& weight, const T
         op, bias.defined() ? bias.shape() : Shape{}, weight.shape(), out);
 }
 
-Tensor values_of(const Tensor& t) { return t.defined() ? detach(t).contiguous_data() : t; }
+// The backward of linear and linear_columns when the backward pass records
+// (create_graph): the same products as ops of x, W and dy as given, so the
+// gradients have a history. x (B,n) sits at columns [first, first+n) of W's
+// (out,in); the weight's gradient is zero outside them.
+//   dx = dy W[:, f:f+n]   dW = dyᵀ [0 x 0]   db = Σ_batch dy
+Gradients recorded_linear_gradients(const Tensor& x, const Tensor& weight, const Tensor& dy,
+                                    int64_t first, bool need_x, bool need_weight, bool need_bias) {
+  const int64_t n = x.shape()[1], in = weight.shape()[1];
+  Tensor dx, dweight, dbias;
+  if (need_x) dx = matmul(dy, n == in ? weight : slice(weight, 1, first, first + n));
+  if (need_weight) {
+    std::vector<Tensor> columns;  // [0 x 0], without empty blocks
+    if (first > 0) columns.push_back(zeros({x.shape()[0], first}));
+    columns.push_back(x);
+    if (first + n < in) columns.push_back(zeros({x.shape()[0], in - first - n}));
+    dweight = matmul(transpose(dy, 0, 1), columns.size() == 1 ? x : cat(columns, 1));
+  }
+  if (need_bias) dbias = sum(dy, {0});
+  return Gradients{dx, dweight, dbias};
+}
 
 // Records linear(x, weight, bias) with `y` as its output: the values must
-// already be x Wᵀ + b.
+// already be x Wᵀ + b. The closure keeps x and W as given and reads their
+// values only when it runs.
 Tensor record_linear(const Tensor& x_in, const Tensor& weight_in, const Tensor& bias_in, Tensor y) {
   const int64_t B = x_in.shape()[0], out = weight_in.shape()[0], in = weight_in.shape()[1];
   // dy (B,out) -> dx (B,in), dW (out,in), db (out)
-  auto gradients = [x = values_of(x_in), weight = values_of(weight_in),
-                    need_x = requires_grad(x_in), need_weight = requires_grad(weight_in),
+  auto gradients = [x_in, weight_in, need_x = requires_grad(x_in),
+                    need_weight = requires_grad(weight_in),
                     need_bias = bias_in.defined() && requires_grad(bias_in), B, in,
                     out](const Tensor& dy_in) {
+    if (grad_enabled()) {
+      return recorded_linear_gradients(x_in, weight_in, dy_in, 0, need_x, need_weight, need_bias);
+    }
     const Tensor dy = dy_in.contiguous_data();
     Tensor dx, dbias;
     if (need_x) {  // dy @ W
+      const Tensor weight = weight_in.contiguous_data();
       dx = Tensor::empty({B, in});
       kernels::matmul_forward(dx.data(), dy.data(), Layout::normal, weight.data(), Layout::normal,
                               B, out, in);
@@ -50,7 +75,8 @@ Tensor record_linear(const Tensor& x_in, const Tensor& weight_in, const Tensor& 
       dbias = Tensor::empty({out});
       kernels::sum_axis_forward(dbias.data(), dy.data(), 1, B, out);
     }
-    return Gradients{dx, need_weight ? Gradient::product(dy, x) : Gradient(), dbias};
+    return Gradients{dx, need_weight ? Gradient::product(dy, x_in.contiguous_data()) : Gradient(),
+                     dbias};
   };
   return record("linear", std::move(y), {x_in, weight_in, bias_in}, std::move(gradients));
 }
@@ -102,19 +128,26 @@ Tensor linear_columns(const Tensor& x_in, const Tensor& weight_in, int64_t first
                           bias_in.defined() ? bias_in.contiguous_data().data() : nullptr, B, n,
                           out);
   // dy (B,out) -> dx (B,n), dW (out,in), db (out)
-  auto gradients = [x = values_of(x_in), weight = values_of(weight_in), first,
-                    need_x = requires_grad(x_in), need_weight = requires_grad(weight_in),
+  auto gradients = [x_in, weight_in, first, need_x = requires_grad(x_in),
+                    need_weight = requires_grad(weight_in),
                     need_bias = bias_in.defined() && requires_grad(bias_in), B, n, in,
                     out](const Tensor& dy_in) {
+    if (grad_enabled()) {
+      return recorded_linear_gradients(x_in, weight_in, dy_in, first, need_x, need_weight,
+                                       need_bias);
+    }
     const Tensor dy = dy_in.contiguous_data();
     Tensor dx, dbias;
     Gradient dweight;
     if (need_x) {  // dy @ W[:, f:f+n]
+      const Tensor weight = weight_in.contiguous_data();
       dx = Tensor::empty({B, n});
       kernels::affine_backward_input(dx.data(), dy.data(), weight.data() + first, in, B, out, n);
     }
-    if (need_weight) dweight = Gradient::product(dy, x, first, in);  // dyᵀ [0 x 0]
-    if (need_bias) {                                                 // Σ over the batch
+    if (need_weight) {  // dyᵀ [0 x 0]
+      dweight = Gradient::product(dy, x_in.contiguous_data(), first, in);
+    }
+    if (need_bias) {  // Σ over the batch
       dbias = Tensor::empty({out});
       kernels::sum_axis_forward(dbias.data(), dy.data(), 1, B, out);
     }

@@ -5,7 +5,9 @@
 // transposed without a copy, and the backward names the weight's gradient
 // dyᵀx as a product (Gradient::product), which the fast path keeps as its
 // factors when the same weight serves many steps
-// (autograd/fast/deferred_gradient.hpp).
+// (autograd/fast/deferred_gradient.hpp). A backward pass that records
+// (create_graph) forms the same three gradients with matmul, transpose and
+// sum of x, W and dy as given, so they can be differentiated again.
 #pragma once
 
 #include <vector>

@@ -39,10 +39,13 @@ Tensor squared_errors(const Tensor& input, const Tensor& target, Reduction reduc
       static_cast<real>(reduction == Reduction::mean ? 2.0 / static_cast<double>(n) : 2.0);
   return record(
       "mse_loss", loss, {input, target},
-      [difference, scale, reduced = reduction != Reduction::none, input_grad = requires_grad(input),
+      [input, target, difference, scale, reduced = reduction != Reduction::none,
+       input_grad = requires_grad(input),
        target_grad = requires_grad(target)](const Tensor& dloss) {
         Tensor dinput;
-        if (reduced) {  // dℓ is one number: one pass, c·dℓ times the difference
+        if (grad_enabled()) {  // recording (create_graph): the difference made again, with ops
+          dinput = (input - target) * (dloss * scale);
+        } else if (reduced) {  // dℓ is one number: one pass, c·dℓ times the difference
           const real factor = dloss.item() * scale;
           dinput = Tensor::empty(difference.shape());
           kernels::binary_forward(Binary::mul, dinput.data(), difference.data(), 1, &factor, 0,
@@ -86,13 +89,17 @@ Tensor negative_log_likelihood(const Tensor& log_probs, const std::vector<int64_
   for (int64_t i = 0; i < N; ++i) {
     if ((*picked)[i] >= 0) losses.data()[i] = -values.data()[i * C + (*picked)[i]];
   }
-  return record(op, losses, {log_probs}, [picked, N, C](const Tensor& dlosses_in) {
+  // The op is linear in log_probs, so the backward of its backward is the op
+  // itself, on the picked columns (−1 ignored): adjoint records it so.
+  return record(op, losses, {log_probs}, [picked, N, C, op](const Tensor& dlosses_in) {
     const Tensor dlosses = dlosses_in.contiguous_data();
     Tensor dlog_probs = zeros({N, C});
     for (int64_t i = 0; i < N; ++i) {
       if ((*picked)[i] >= 0) dlog_probs.data()[i * C + (*picked)[i]] = -dlosses.data()[i];
     }
-    return Gradients{dlog_probs};
+    return Gradients{adjoint(op, dlog_probs, dlosses_in, [picked, op](const Tensor& g) {
+      return negative_log_likelihood(g, *picked, -1, op);
+    })};
   });
 }
 

@@ -13,7 +13,9 @@
 // layer_norm is one fused op with its own backward; layer_norm_composed is
 // the same function written with mean, sub, mul, sqrt, div and add, so its
 // gradient is the chain rule through them: the readable specification, which
-// tests/nn/test_layer_norm.cpp proves the fused op equal to.
+// tests/nn/test_layer_norm.cpp proves the fused op equal to. A backward
+// pass that records (create_graph) takes layer_norm_composed's gradients in
+// place of the kernel's, so they can be differentiated again.
 #pragma once
 
 #include "tensor/tensor.hpp"

@@ -113,6 +113,8 @@ Tensor mean(const Tensor& x) {
 
 // y = max of x along `axis`   dx = dy at the first position that attains the
 // maximum, 0 elsewhere (a subgradient at ties; gradcheck keeps entries apart).
+// dx is linear in dy, a scatter; the map it is the adjoint of picks the winners
+// out of a tensor of x's shape, which is gather with the argmax as the index.
 Tensor max(const Tensor& x, int64_t axis_in, bool keepdim) {
   check_defined("max", x);
   const int64_t axis = normalize_axis("max", axis_in, x.dim());
@@ -128,8 +130,8 @@ Tensor max(const Tensor& x, int64_t axis_in, bool keepdim) {
                             split.inner);
   if (!keepdim) out = with_shape(out, drop_axes(keep_shape, Dims{axis}));
   return record(
-      "max", out, {x}, [split, argmax, keep_shape, x_shape = x.shape()](const Tensor& dy_in) {
-        const Tensor dy = reshape(dy_in, keep_shape).contiguous_data();
+      "max", out, {x}, [split, argmax, axis, keep_shape, x_shape = x.shape()](const Tensor& dy_in) {
+        const Tensor dy = dy_in.contiguous_data();  // row-major, as (outer, 1, inner)
         Tensor dx = zeros(x_shape);
         for (int64_t o = 0; o < split.outer; ++o) {
           for (int64_t j = 0; j < split.inner; ++j) {
@@ -137,7 +139,10 @@ Tensor max(const Tensor& x, int64_t axis_in, bool keepdim) {
             dx.data()[(o * split.n + k) * split.inner + j] = dy.data()[o * split.inner + j];
           }
         }
-        return Gradients{dx};
+        return Gradients{adjoint(
+            "max", dx, dy_in, [argmax, axis, keep_shape, y_shape = dy_in.shape()](const Tensor& g) {
+              return reshape(gather(g, axis, *argmax, keep_shape), y_shape);
+            })};
       });
 }
 

@@ -46,13 +46,16 @@ Shape resolve_shape(const char* op, const Tensor& x, const Shape& requested) {
 }
 
 // Gradient of any op whose output is a window (view) of x: zeros shaped like
-// x, with dy written through the same window.
-template <typename MakeWindow>
-Node::BackwardFn scatter_into_window(const Shape& x_shape, MakeWindow make_window) {
-  return [x_shape, make_window](const Tensor& dy) {
+// x, with dy written through the same window. It is linear in dy, and the map
+// it is the adjoint of is the op itself, `take_window` (recorded, unlike
+// make_window's bare view), which a recorded backward differentiates.
+template <typename MakeWindow, typename TakeWindow>
+Node::BackwardFn scatter_into_window(const char* name, const Shape& x_shape, MakeWindow make_window,
+                                     TakeWindow take_window) {
+  return [name, x_shape, make_window, take_window](const Tensor& dy) {
     Tensor dx = zeros(x_shape);
     make_window(dx).copy_from(dy);
-    return Gradients{dx};
+    return Gradients{adjoint(name, dx, dy, take_window)};
   };
 }
 
@@ -254,7 +257,10 @@ Tensor slice(const Tensor& x, int64_t axis_in, int64_t start, int64_t end, int64
     strides[axis] *= step;
     return t.as_strided(shape, strides, t.offset() + start * t.strides()[axis]);
   };
-  return record("slice", window(x), {x}, scatter_into_window(x.shape(), window));
+  return record("slice", window(x), {x},
+                scatter_into_window("slice", x.shape(), window, [=](const Tensor& g) {
+                  return slice(g, axis, start, end, step);
+                }));
 }
 
 Tensor narrow(const Tensor& x, int64_t axis, int64_t start, int64_t length) {
@@ -285,7 +291,10 @@ Tensor select(const Tensor& x, int64_t axis_in, int64_t index) {
     strides.erase(strides.begin() + axis);
     return t.as_strided(shape, strides, offset);
   };
-  return record("select", window(x), {x}, scatter_into_window(x.shape(), window));
+  return record("select", window(x), {x},
+                scatter_into_window("select", x.shape(), window, [axis, index](const Tensor& g) {
+                  return select(g, axis, index);
+                }));
 }
 
 // Join along `axis`; all other sizes must agree.   each dx = its slice of dy

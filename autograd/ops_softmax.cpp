@@ -18,9 +18,12 @@ namespace {
 
 using RowKernel = void (*)(real*, const real*, int64_t, int64_t);
 using RowBackward = void (*)(real*, const real*, const real*, int64_t, int64_t);
+// The same backward written with ops, for a backward pass that records
+// (create_graph): x and dy as given -> dx, each with its history.
+using RecordedBackward = Tensor (*)(const Tensor& x, const Tensor& dy, int64_t axis);
 
 Tensor softmax_like(const char* name, const Tensor& x, int64_t axis_in, RowKernel forward,
-                    RowBackward backward) {
+                    RowBackward backward, RecordedBackward recorded_backward) {
   check_defined(name, x);
   const int64_t axis = normalize_axis(name, axis_in, x.dim());
   const int64_t last = x.dim() - 1;
@@ -34,6 +37,7 @@ Tensor softmax_like(const char* name, const Tensor& x, int64_t axis_in, RowKerne
   forward(rows_out.data(), rows_in.data(), rows, cols);
   Tensor y = axis == last ? rows_out : transpose(rows_out, axis, last).contiguous_data();
   return record(name, y, {x}, [=, y_rows = saved_output(rows_out)](const Tensor& dy) {
+    if (grad_enabled()) return Gradients{recorded_backward(x, dy, axis)};
     const Tensor dy_rows = axis != last         ? transpose(dy, axis, last).contiguous_data()
                            : dy.is_contiguous() ? dy
                                                 : dy.contiguous_data();
@@ -43,17 +47,29 @@ Tensor softmax_like(const char* name, const Tensor& x, int64_t axis_in, RowKerne
   });
 }
 
+// The backwards below as ops of x and dy, y recomputed from x: recorded, so a
+// gradient of them can be taken again.
+Tensor softmax_backward_recorded(const Tensor& x, const Tensor& dy, int64_t axis) {
+  const Tensor y = softmax(x, axis);
+  return y * (dy - sum(dy * y, {axis}, /*keepdim=*/true));
+}
+
+Tensor log_softmax_backward_recorded(const Tensor& x, const Tensor& dy, int64_t axis) {
+  return dy - softmax(x, axis) * sum(dy, {axis}, /*keepdim=*/true);
+}
+
 }  // namespace
 
 // y = exp(x) / Σ exp(x) along axis        dx = y ⊙ (dy − Σ dy ⊙ y)
 Tensor softmax(const Tensor& x, int64_t axis) {
-  return softmax_like("softmax", x, axis, kernels::softmax_forward, kernels::softmax_backward);
+  return softmax_like("softmax", x, axis, kernels::softmax_forward, kernels::softmax_backward,
+                      softmax_backward_recorded);
 }
 
 // y = x − log Σ exp(x) along axis          dx = dy − softmax(x) ⊙ Σ dy
 Tensor log_softmax(const Tensor& x, int64_t axis) {
   return softmax_like("log_softmax", x, axis, kernels::log_softmax_forward,
-                      kernels::log_softmax_backward);
+                      kernels::log_softmax_backward, log_softmax_backward_recorded);
 }
 
 // The valid length of each of the B·Tq rows of a (B,Tq,Tk) score tensor:
@@ -106,8 +122,14 @@ Tensor masked_softmax(const Tensor& scores, const std::vector<int64_t>& valid_le
     const int64_t start = static_cast<int64_t>(r) * Tk;
     kernels::softmax_forward(y.data() + start, x.data() + start, 1, lengths[r]);
   }
+  // Recording (create_graph), the same formula with ops: y recomputed from the
+  // scores as given, with one valid length per row.
   return record("masked_softmax", y, {scores},
-                [y = saved_output(y), lengths = std::move(lengths), Tk](const Tensor& dy) {
+                [scores, y = saved_output(y), lengths = std::move(lengths), Tk](const Tensor& dy) {
+                  if (grad_enabled()) {
+                    const Tensor weights = masked_softmax(scores, lengths);
+                    return Gradients{weights * (dy - sum(dy * weights, {2}, /*keepdim=*/true))};
+                  }
                   const Tensor grad_out = dy.contiguous_data();
                   Tensor dx = Tensor::empty(y.shape());
                   dx.fill_(real(0));

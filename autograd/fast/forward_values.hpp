@@ -14,6 +14,8 @@
 // Switch: fast::set_reuse_forward_values(false), or a fast::ReferencePath
 // guard (autograd/fast/fast.hpp); linear_with_values then calls linear(x,
 // weight, bias) and ignores the values it was given.
+// Under create_graph it needs no fallback: the values are linear's and the
+// node's backward is linear's, which records when the backward pass does.
 #pragma once
 
 namespace attograd::fast {

@@ -1,6 +1,7 @@
 // autograd/fast/fused.cpp — see the header.
 #include "autograd/fast/fused.hpp"
 
+#include "autograd/fast/fast.hpp"
 #include "autograd/op_helpers.hpp"
 #include "autograd/ops.hpp"
 
@@ -14,6 +15,19 @@ bool fused_ops() { return fused_on; }
 void set_fused_ops(bool on) { fused_on = on; }
 
 namespace detail {
+
+namespace {
+
+// attention_pool as the reference path records it, mul, softmax and bmm: the
+// composition whose gradients a recording backward (create_graph) takes.
+Tensor composed(const std::vector<Tensor>& inputs) {
+  Switches unfused = Switches::current();
+  unfused.fused_ops = false;
+  const UseSwitches guard(unfused);
+  return attention_pool(inputs[0], inputs[1], inputs[2]);
+}
+
+}  // namespace
 
 Tensor fused_attention_pool(const Tensor& scores, const Tensor& values, const Tensor& scale,
                             Tensor* weights) {
@@ -38,10 +52,12 @@ Tensor fused_attention_pool(const Tensor& scores, const Tensor& values, const Te
   const bool need_scores = requires_grad(scores), need_values = requires_grad(values);
   const bool need_scale = scale.defined() && requires_grad(scale);
   return record("attention_pool", out, {scores, values, scale},
-                [alpha, value_rows, pooled = saved_output(out),
+                [scores, values, scale, alpha, value_rows, pooled = saved_output(out),
                  scores_kept = need_scale ? score_rows : Tensor(), factors,
                  scale_shape = scale.defined() ? scale.shape() : Shape{}, scale_count, need_scores,
                  need_values, need_scale, B, Tq, Tk, dv](const Tensor& dy) {
+                  if (grad_enabled())
+                    return composed_gradients(composed, {scores, values, scale}, dy);
                   const Tensor grad_out = dy.contiguous_data();
                   Tensor dscores = need_scores ? Tensor::empty(alpha.shape()) : Tensor();
                   Tensor dvalues = need_values ? Tensor::empty(value_rows.shape()) : Tensor();

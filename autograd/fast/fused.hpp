@@ -18,6 +18,11 @@
 // (autograd/fast/fast.hpp); attention_pool then records mul, softmax and bmm,
 // its composed twin, which is also what tests/autograd/test_fast_paths.cpp
 // compares it with.
+// Under create_graph: a backward pass that records takes the gradients of
+// that composed twin (composed_gradients, autograd/op_helpers.hpp), with the
+// inputs as given, so they can be differentiated again; the kernel's
+// gradients are the same numbers to float rounding
+// (tests/autograd/test_higher_order_fused.cpp).
 #pragma once
 
 #include "tensor/tensor.hpp"

@@ -15,6 +15,8 @@
 // Switch: fast::set_sentence_products(false), or a fast::ReferencePath guard
 // (autograd/fast/fast.hpp); KnownInputsLinear then takes each step through
 // the whole layer, linear(cat({a_t, b_t}, 1), W, bias).
+// Under create_graph it needs no fallback: both halves are linear_columns
+// nodes, whose backward records when the backward pass does.
 #pragma once
 
 #include <cstdint>

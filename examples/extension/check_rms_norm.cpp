@@ -1,7 +1,9 @@
 // check_rms_norm.cpp — proves RMSNorm's gradients (links attograd::attograd_f64).
 //
 // For each shape, both versions pass gradcheck (central differences in
-// double, autograd/gradcheck.hpp), with respect to x and to the gain; and the
+// double, autograd/gradcheck.hpp), with respect to x and to the gain, and
+// gradgradcheck (the same for second derivatives, through
+// backward(…, create_graph)); and the
 // op with its own backward gives the composed version's values and gradients
 // to within rounding. Exits 0 when everything passes, 1 otherwise.
 //
@@ -49,16 +51,16 @@ bool check_shape(const Shape& shape, Generator& generator) {
   const Tensor gain = uniform({features}, 0.5, 1.5, generator);
   bool passed = true;
   for (const bool fused : {false, true}) {
-    const GradcheckResult result = gradcheck(
-        [fused](const std::vector<Tensor>& in) {
-          return fused ? extension::rms_norm(in[0], in[1], kEps)
-                       : extension::rms_norm_composed(in[0], in[1], kEps);
-        },
-        {x, gain});
-    fmt::print("{:<18} x {:<10} {}\n", fused ? "rms_norm" : "rms_norm_composed",
-               fmt::format("{}", shape), result.passed ? "passed" : "FAILED");
-    if (!result.passed) fmt::print("  {}\n", result.report);
-    passed = passed && result.passed;
+    const auto f = [fused](const std::vector<Tensor>& in) {
+      return fused ? extension::rms_norm(in[0], in[1], kEps)
+                   : extension::rms_norm_composed(in[0], in[1], kEps);
+    };
+    for (const GradcheckResult& result : {gradcheck(f, {x, gain}), gradgradcheck(f, {x, gain})}) {
+      fmt::print("{:<18} x {:<10} {}\n", fused ? "rms_norm" : "rms_norm_composed",
+                 fmt::format("{}", shape), result.report.substr(0, result.report.find(':')));
+      if (!result.passed) fmt::print("  {}\n", result.report);
+      passed = passed && result.passed;
+    }
   }
   // The two versions sum in different orders, so they agree to rounding, not bits.
   const Tensor r = randn(shape, generator);

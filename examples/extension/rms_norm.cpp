@@ -65,32 +65,42 @@ Tensor rms_norm(const Tensor& x_in, const Tensor& gain_in, double eps) {
     for (int64_t c = 0; c < features; ++c) y_row[c] = real(x_row[c] * inverse) * g[c];
   }
 
-  return record("rms_norm", y, {x_in, gain_in},
-                [x, gain, inverse_rms, rows, features](const Tensor& grad_output) {
-                  const Tensor dy = grad_output.contiguous_data();
-                  Tensor dx = Tensor::empty(x.shape());
-                  Tensor dgain = zeros({features});
-                  std::vector<double> dx_hat(static_cast<size_t>(features));
-                  for (int64_t row = 0; row < rows; ++row) {
-                    const real* x_row = x.data() + row * features;
-                    const real* dy_row = dy.data() + row * features;
-                    const double inverse = inverse_rms.data()[row];
-                    double projection = 0;  // Σ dx̂ ⊙ x̂ over the row
-                    for (int64_t c = 0; c < features; ++c) {
-                      const double x_hat = x_row[c] * inverse;
-                      dx_hat[c] = double(dy_row[c]) * gain.data()[c];
-                      projection += dx_hat[c] * x_hat;
-                      dgain.data()[c] += real(dy_row[c] * x_hat);
-                    }
-                    const double mean_projection = projection / double(features);
-                    real* dx_row = dx.data() + row * features;
-                    for (int64_t c = 0; c < features; ++c) {
-                      dx_row[c] =
-                          real((dx_hat[c] - x_row[c] * inverse * mean_projection) * inverse);
-                    }
-                  }
-                  return Gradients{dx, dgain};
-                });
+  // Under backward(…, create_graph) (grad_enabled() inside the closure) the
+  // gradients must have history, so they are the composed version's, by
+  // ops on the inputs as given; the loops below form the same numbers
+  // without it.
+  return record(
+      "rms_norm", y, {x_in, gain_in},
+      [x_in, gain_in, eps, x, gain, inverse_rms, rows,
+       features](const Tensor& grad_output) -> Gradients {
+        if (grad_enabled()) {
+          return composed_gradients(
+              [eps](const std::vector<Tensor>& in) { return rms_norm_composed(in[0], in[1], eps); },
+              {x_in, gain_in}, grad_output);
+        }
+        const Tensor dy = grad_output.contiguous_data();
+        Tensor dx = Tensor::empty(x.shape());
+        Tensor dgain = zeros({features});
+        std::vector<double> dx_hat(static_cast<size_t>(features));
+        for (int64_t row = 0; row < rows; ++row) {
+          const real* x_row = x.data() + row * features;
+          const real* dy_row = dy.data() + row * features;
+          const double inverse = inverse_rms.data()[row];
+          double projection = 0;  // Σ dx̂ ⊙ x̂ over the row
+          for (int64_t c = 0; c < features; ++c) {
+            const double x_hat = x_row[c] * inverse;
+            dx_hat[c] = double(dy_row[c]) * gain.data()[c];
+            projection += dx_hat[c] * x_hat;
+            dgain.data()[c] += real(dy_row[c] * x_hat);
+          }
+          const double mean_projection = projection / double(features);
+          real* dx_row = dx.data() + row * features;
+          for (int64_t c = 0; c < features; ++c) {
+            dx_row[c] = real((dx_hat[c] - x_row[c] * inverse * mean_projection) * inverse);
+          }
+        }
+        return Gradients{dx, dgain};
+      });
 }
 
 RMSNorm::RMSNorm(const RMSNormOptions& options) : Layer("RMSNorm"), options_(options) {

@@ -161,7 +161,7 @@ TEST_CASE("gradgradcheck passes a right second derivative and catches one 1% off
   CHECK_FALSE(wrong.passed);
   CHECK(wrong.input == 0);
   CHECK(wrong.element == kBad);
-  CHECK_THAT(wrong.report, Catch::StartsWith("gradgradcheck FAILED: 15 elements; worst is input 0 "
+  CHECK_THAT(wrong.report, Catch::StartsWith("gradgradcheck FAILED: 30 elements; worst is input 0 "
                                              "element 7"));
 }
 
