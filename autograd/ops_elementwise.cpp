@@ -191,6 +191,7 @@ namespace {
 // with its operations in the same order, so the values are the kernel's to the
 // bit; where the kernel reads y, y is recomputed from x (the saved y has no
 // history). relu's f' is a step, constant in x: dy where x > 0, else 0.
+// tanh's is recorded_tanh_gradient below.
 Tensor unary_gradient(Unary op, const Tensor& dy, const Tensor& x) {
   switch (op) {
     case Unary::neg:
@@ -205,10 +206,6 @@ Tensor unary_gradient(Unary op, const Tensor& dy, const Tensor& x) {
       return mul(dy, cos(x));
     case Unary::cos:
       return mul(neg(dy), sin(x));
-    case Unary::tanh: {
-      const Tensor y = tanh(x);
-      return mul(dy, sub(scalar(real(1)), mul(y, y)));
-    }
     case Unary::sigmoid: {
       const Tensor y = sigmoid(x);
       return mul(mul(dy, y), sub(scalar(real(1)), y));
@@ -222,11 +219,25 @@ Tensor unary_gradient(Unary op, const Tensor& dy, const Tensor& x) {
     }
     case Unary::softplus:
       return div(dy, add(scalar(real(1)), exp(neg(x))));
+    case Unary::tanh:
     case Unary::count:
       break;
   }
-  check(false, "{}: no recorded gradient for this function", "unary_gradient");
+  check(false, "unary_gradient: no recorded gradient for this function");
   return Tensor();
+}
+
+// dx = dy ⊙ (1 − t²), t = tanh x, as the kernel formed it, recorded as the op
+// it is:   ∂/∂dy = g ⊙ (1 − t²),   ∂/∂x = g ⊙ dy ⊙ (−2 t (1 − t²)).
+// (The kernel forms 1 − y² with a fused multiply-add where the machine has
+// one, so the ops 1 − y ⊙ y would round differently; kept, dx is the same bits
+// with create_graph as without.)
+Tensor recorded_tanh_gradient(Tensor dx, const Tensor& dy, const Tensor& x) {
+  return record("tanh_backward", std::move(dx), {dy, x}, [dy, x](const Tensor& g) {
+    const Tensor t = tanh(x);
+    const Tensor slope = sub(scalar(real(1)), mul(t, t));
+    return Gradients{mul(g, slope), mul(mul(g, dy), mul(scalar(real(-2)), mul(t, slope)))};
+  });
 }
 
 // y = f(x) elementwise; backward dx = dy · f'(x) by the fused kernel, which
@@ -241,11 +252,15 @@ Tensor unary(Unary op, const char* name, const Tensor& x_in) {
   Tensor x_copy = x_in.is_contiguous() ? Tensor() : x;
   return record(name, y, {x_in},
                 [op, x_in, x_copy = std::move(x_copy), y = saved_output(y)](const Tensor& dy_in) {
-                  if (grad_enabled()) return Gradients{unary_gradient(op, dy_in, x_in)};
+                  const bool recording = grad_enabled();
+                  if (recording && op != Unary::tanh) {
+                    return Gradients{unary_gradient(op, dy_in, x_in)};
+                  }
                   const Tensor& x = x_copy.defined() ? x_copy : x_in;
                   const Tensor dy = dy_in.contiguous_data();
                   Tensor dx = Tensor::empty(x.shape());
                   kernels::unary_backward(op, dx.data(), dy.data(), x.data(), y.data(), x.numel());
+                  if (recording) return Gradients{recorded_tanh_gradient(dx, dy_in, x_in)};
                   return Gradients{dx};
                 });
 }

@@ -97,6 +97,7 @@ Tensor index_select(const Tensor& x, int64_t axis_in, const std::vector<int64_t>
                                           dy.data() + (o * count + i) * split.inner, split.inner);
                     }
                   }
+                  if (!grad_enabled()) return Gradients{dx};  // (no copy of indices)
                   return Gradients{adjoint(
                       "index_select", dx, dy_in,
                       [axis, indices](const Tensor& g) { return index_select(g, axis, indices); })};
