@@ -3,17 +3,37 @@
 
 namespace attograd {
 
-// dx = ∂⟨composition(x), dy⟩/∂x by a nested autograd::grad, recorded.
+namespace {
+
+// The same values as x, one recorded step away from it (its gradient is dy).
+// A fresh tensor that nothing else in any graph uses.
+Tensor alias(const Tensor& x) {
+  return attach_node("alias", detach(x), {x},
+                     Node::BackwardFn([](const Tensor& dy) { return Gradients{dy}; }));
+}
+
+}  // namespace
+
+// dx = ∂⟨composition(x), dy⟩/∂x by a nested autograd::grad, recorded. These
+// are partial derivatives: the op's inputs may depend on each other (a GRU
+// step's h was made with the same weights), and the op's gradient with
+// respect to each holds the others fixed. So the composition runs on aliases
+// of the inputs, whose own histories hold none of the aliases: the nested
+// pass stops at them, and the gradients it forms still reach the inputs
+// through them.
 Gradients composed_gradients(const std::function<Tensor(const std::vector<Tensor>&)>& composition,
                              const std::vector<Tensor>& inputs, const Tensor& dy) {
-  std::vector<Tensor> differentiable;  // the inputs a gradient is wanted for
+  const GradModeGuard recording(true);
+  std::vector<Tensor> stand_ins;       // the inputs the composition runs on
+  std::vector<Tensor> differentiable;  // the aliases a gradient is wanted for
   for (const Tensor& t : inputs) {
-    if (t.defined() && requires_grad(t)) differentiable.push_back(t);
+    const bool wanted = t.defined() && requires_grad(t);
+    stand_ins.push_back(wanted ? alias(t) : t);
+    if (wanted) differentiable.push_back(stand_ins.back());
   }
   Gradients gradients(inputs.size());
   if (differentiable.empty()) return gradients;
-  const GradModeGuard recording(true);
-  const Tensor y = composition(inputs);
+  const Tensor y = composition(stand_ins);
   check(y.defined() && y.shape() == dy.shape(),
         "composed_gradients: the composition's output has shape {} but the gradient {}; the "
         "composition must compute the op it stands for",
