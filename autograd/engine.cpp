@@ -20,6 +20,7 @@ namespace attograd {
 
 namespace {
 thread_local bool grad_mode = true;
+thread_local const Node* running_node = nullptr;  // whose closure runs now (backward_inputs)
 }  // namespace
 
 bool grad_enabled() { return grad_mode; }
@@ -73,6 +74,13 @@ Tensor attach_node(const char* name, Tensor output, Node::Inputs inputs,
   meta.grad_fn = std::move(node);
   if (detail::inspecting()) detail::on_record(*meta.grad_fn, output);
   return output;
+}
+
+const Node::Inputs& backward_inputs() {
+  check(running_node != nullptr,
+        "backward_inputs: called outside a backward closure; only a closure the engine runs has "
+        "a node whose inputs it can read");
+  return running_node->inputs;
 }
 
 // ---- Leaves and gradients ---------------------------------------------------
@@ -196,6 +204,11 @@ void run_node(Node& node, const Tensor& gradient, const detail::GraphOrder& grap
         "backward: the graph behind '{}' was already freed by an earlier backward(); pass "
         "retain_graph=true to that first call to backpropagate through it twice",
         node.name);
+  struct Running {                     // what backward_inputs() reads while the closure runs
+    const Node* outer = running_node;  // a closure may run a backward of its own
+    explicit Running(const Node& node) { running_node = &node; }
+    ~Running() { running_node = outer; }
+  } running(node);
   const Gradients input_grads = detail::inspecting() ? detail::inspected_call(node, gradient, graph)
                                                      : node.backward(gradient);
   check(input_grads.size() == node.inputs.size(),

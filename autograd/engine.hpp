@@ -80,6 +80,12 @@ Tensor record(const char* name, Tensor output, std::initializer_list<Tensor> inp
                      Node::BackwardFn(std::forward<Backward>(backward)));
 }
 
+// Inside a backward closure: the inputs of the node being run, as the op was
+// given them (with their histories), in record's order. A closure that needs
+// them only under create_graph reads them here rather than keeping a second
+// reference to each on every step of every training.
+const Node::Inputs& backward_inputs();
+
 // ---- Leaves and gradients -------------------------------------------------
 
 // Mark a leaf as trainable (returns it, so `auto w = requires_grad_(randn({3}))`).

@@ -39,12 +39,12 @@ Tensor squared_errors(const Tensor& input, const Tensor& target, Reduction reduc
       static_cast<real>(reduction == Reduction::mean ? 2.0 / static_cast<double>(n) : 2.0);
   return record(
       "mse_loss", loss, {input, target},
-      [input, target, difference, scale, reduced = reduction != Reduction::none,
-       input_grad = requires_grad(input),
+      [difference, scale, reduced = reduction != Reduction::none, input_grad = requires_grad(input),
        target_grad = requires_grad(target)](const Tensor& dloss) {
         Tensor dinput;
         if (grad_enabled()) {  // recording (create_graph): the difference made again, with ops
-          dinput = (input - target) * (dloss * scale);
+          const Node::Inputs& given = backward_inputs();  // input, target
+          dinput = (given[0] - given[1]) * (dloss * scale);
         } else if (reduced) {  // dℓ is one number: one pass, c·dℓ times the difference
           const real factor = dloss.item() * scale;
           dinput = Tensor::empty(difference.shape());

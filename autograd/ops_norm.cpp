@@ -76,14 +76,14 @@ Tensor layer_norm(const Tensor& x_in, const Shape& normalized_shape, const Tenso
   // Recording (create_graph), the gradients of layer_norm_composed instead:
   // the same function as ops, so differentiable again.
   return record("layer_norm", y, {x_in, weight_in, bias_in},
-                [x_in, weight_in, bias_in, eps, x_hat, rstd, weight, need_x, need_weight, need_bias,
-                 N, D, x_shape = x_in.shape(), normalized_shape](const Tensor& dy_in) {
+                [eps, x_hat, rstd, weight, need_x, need_weight, need_bias, N, D,
+                 x_shape = x_in.shape(), normalized_shape](const Tensor& dy_in) {
                   if (grad_enabled()) {
                     return composed_gradients(
                         [&](const std::vector<Tensor>& in) {
                           return layer_norm_composed(in[0], normalized_shape, in[1], in[2], eps);
                         },
-                        {x_in, weight_in, bias_in}, dy_in);
+                        {backward_inputs()[0], backward_inputs()[1], backward_inputs()[2]}, dy_in);
                   }
                   const Tensor dy = dy_in.contiguous_data();
                   Tensor dx, dweight, dbias;

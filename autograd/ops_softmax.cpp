@@ -37,7 +37,7 @@ Tensor softmax_like(const char* name, const Tensor& x, int64_t axis_in, RowKerne
   forward(rows_out.data(), rows_in.data(), rows, cols);
   Tensor y = axis == last ? rows_out : transpose(rows_out, axis, last).contiguous_data();
   return record(name, y, {x}, [=, y_rows = saved_output(rows_out)](const Tensor& dy) {
-    if (grad_enabled()) return Gradients{recorded_backward(x, dy, axis)};
+    if (grad_enabled()) return Gradients{recorded_backward(backward_inputs()[0], dy, axis)};
     const Tensor dy_rows = axis != last         ? transpose(dy, axis, last).contiguous_data()
                            : dy.is_contiguous() ? dy
                                                 : dy.contiguous_data();
@@ -125,9 +125,9 @@ Tensor masked_softmax(const Tensor& scores, const std::vector<int64_t>& valid_le
   // Recording (create_graph), the same formula with ops: y recomputed from the
   // scores as given, with one valid length per row.
   return record("masked_softmax", y, {scores},
-                [scores, y = saved_output(y), lengths = std::move(lengths), Tk](const Tensor& dy) {
+                [y = saved_output(y), lengths = std::move(lengths), Tk](const Tensor& dy) {
                   if (grad_enabled()) {
-                    const Tensor weights = masked_softmax(scores, lengths);
+                    const Tensor weights = masked_softmax(backward_inputs()[0], lengths);
                     return Gradients{weights * (dy - sum(dy * weights, {2}, /*keepdim=*/true))};
                   }
                   const Tensor grad_out = dy.contiguous_data();

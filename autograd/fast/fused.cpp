@@ -52,12 +52,14 @@ Tensor fused_attention_pool(const Tensor& scores, const Tensor& values, const Te
   const bool need_scores = requires_grad(scores), need_values = requires_grad(values);
   const bool need_scale = scale.defined() && requires_grad(scale);
   return record("attention_pool", out, {scores, values, scale},
-                [scores, values, scale, alpha, value_rows, pooled = saved_output(out),
+                [alpha, value_rows, pooled = saved_output(out),
                  scores_kept = need_scale ? score_rows : Tensor(), factors,
                  scale_shape = scale.defined() ? scale.shape() : Shape{}, scale_count, need_scores,
                  need_values, need_scale, B, Tq, Tk, dv](const Tensor& dy) {
-                  if (grad_enabled())
-                    return composed_gradients(composed, {scores, values, scale}, dy);
+                  if (grad_enabled()) {  // recording: scores, values, scale as given
+                    const Node::Inputs& given = backward_inputs();
+                    return composed_gradients(composed, {given[0], given[1], given[2]}, dy);
+                  }
                   const Tensor grad_out = dy.contiguous_data();
                   Tensor dscores = need_scores ? Tensor::empty(alpha.shape()) : Tensor();
                   Tensor dvalues = need_values ? Tensor::empty(value_rows.shape()) : Tensor();

@@ -245,3 +245,19 @@ TEST_CASE("deferred gradients fall back to recorded products under create_graph"
   }
   CHECK(reference == recorded);
 }
+
+TEST_CASE("backward_inputs: a closure reads its node's inputs as given; outside one it throws",
+          "[higher-order][autograd]") {
+  const Tensor a = requires_grad_(tensor({1.0, 2.0}));
+  const Tensor b = tensor({3.0, 4.0});
+  std::vector<bool> same;
+  const Tensor y = record("peek", Tensor(a.clone_data()), {a, b}, [&same, a, b](const Tensor& dy) {
+    const Node::Inputs& given = backward_inputs();
+    same = {given.size() == 2 && given[0].same(a) && given[1].same(b)};
+    return Gradients{dy, Tensor()};
+  });
+  backward(sum(y));
+  CHECK(same == std::vector<bool>{true});
+  CHECK_THROWS_WITH(backward_inputs(), Catch::StartsWith("backward_inputs: called outside a "
+                                                         "backward closure"));
+}
