@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <iterator>
+#include <span>
 #include <string>
 
 #include "autograd/graph_order.hpp"
@@ -237,7 +238,7 @@ void run_node(Node& node, const Tensor& gradient, const detail::GraphOrder& grap
 
 // Which tensors of the graph lead to one of `wanted` (are wanted, or have one
 // below them), by number: only their closures need to run for autograd::grad.
-std::vector<bool> leading_to(const detail::GraphOrder& graph, const std::vector<Tensor>& wanted) {
+std::vector<bool> leading_to(const detail::GraphOrder& graph, std::span<const Tensor> wanted) {
   std::vector<bool> leads(graph.numbers.size(), false);
   for (const Tensor& t : wanted) {
     const size_t number = graph.numbers.find(t.impl_ptr().get());
@@ -268,9 +269,9 @@ std::vector<bool> leading_to(const detail::GraphOrder& graph, const std::vector<
 // .grad changes: only the closures on a path to a wanted tensor run, and
 // the pass returns the gradient that reached each wanted tensor (undefined
 // for one no root depends on; zeros for one reached only by zeros).
-std::vector<Gradient> run_backward(const std::vector<Tensor>& roots,
-                                   const std::vector<Tensor>& seeds, bool retain_graph,
-                                   bool create_graph, const std::vector<Tensor>& wanted) {
+std::vector<Gradient> run_backward(std::span<const Tensor> roots, std::span<const Tensor> seeds,
+                                   bool retain_graph, bool create_graph,
+                                   std::span<const Tensor> wanted) {
   const detail::InspectedPass inspected(roots.front());  // does nothing unless a tool is on
   // The closures' own arithmetic is recorded only when a graph is wanted.
   const GradModeGuard recording(create_graph);
@@ -335,8 +336,8 @@ std::vector<Gradient> run_backward(const std::vector<Tensor>& roots,
 }  // namespace
 
 void backward(const Tensor& root, const Tensor& grad_output, bool retain_graph, bool create_graph) {
-  run_backward({root}, {backward_seed("backward", "the output", root, grad_output, create_graph)},
-               retain_graph, create_graph, {});
+  const Tensor seed = backward_seed("backward", "the output", root, grad_output, create_graph);
+  run_backward({&root, 1}, {&seed, 1}, retain_graph, create_graph, {});
 }
 
 namespace autograd {

@@ -7,7 +7,7 @@
 namespace attograd::detail {
 
 // Depth-first with an explicit stack of (tensor, next input to visit).
-GraphOrder topological_order(const std::vector<Tensor>& roots) {
+GraphOrder topological_order(std::span<const Tensor> roots) {
   // Room for a small graph from the start, rather than growing 1, 2, 4, 8 ….
   constexpr size_t kSmallGraph = 16;
   GraphOrder graph;

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "autograd/fast/tensor_numbering.hpp"
@@ -24,6 +25,6 @@ struct GraphOrder {
   fast::TensorNumbering numbers;
 };
 
-GraphOrder topological_order(const std::vector<Tensor>& roots);
+GraphOrder topological_order(std::span<const Tensor> roots);
 
 }  // namespace attograd::detail
