@@ -63,7 +63,7 @@ TEST_CASE("create_graph: the gradient of x³ is 3x², differentiable again to 6x
   CHECK(as_doubles(third) == std::vector<double>{6, 6, 6});
 }
 
-TEST_CASE("backward(create_graph) leaves a .grad with a graph; without it nothing is recorded",
+TEST_CASE("backward(create_graph) leaves a .grad with a graph, and without it nothing is recorded",
           "[higher-order][autograd]") {
   const Tensor x = requires_grad_(tensor({2.0, 3.0}));
   backward(sum(x * x * x), Tensor(), false, /*create_graph=*/true);
@@ -246,7 +246,7 @@ TEST_CASE("deferred gradients fall back to recorded products under create_graph"
   CHECK(reference == recorded);
 }
 
-TEST_CASE("backward_inputs: a closure reads its node's inputs as given; outside one it throws",
+TEST_CASE("backward_inputs: a closure reads its node's inputs as given, and outside one it throws",
           "[higher-order][autograd]") {
   const Tensor a = requires_grad_(tensor({1.0, 2.0}));
   const Tensor b = tensor({3.0, 4.0});
