@@ -241,8 +241,8 @@ Tensor recorded_tanh_gradient(Tensor dx, const Tensor& dy, const Tensor& x) {
 }
 
 // y = f(x) elementwise; backward dx = dy · f'(x) by the fused kernel, which
-// reads x or y as the derivative needs (e.g. tanh' = 1 − y²). The closure
-// keeps x as given (its history, for a recorded backward) and, only when x
+// reads x or y as the derivative needs (e.g. tanh' = 1 − y²). x as given is
+// the node's own input (backward_inputs()); the closure keeps, only when x
 // was not contiguous, the contiguous copy the kernels read.
 Tensor unary(Unary op, const char* name, const Tensor& x_in) {
   check_defined(name, x_in);
@@ -251,7 +251,8 @@ Tensor unary(Unary op, const char* name, const Tensor& x_in) {
   kernels::unary_forward(op, y.data(), x.data(), x.numel());
   Tensor x_copy = x_in.is_contiguous() ? Tensor() : x;
   return record(name, y, {x_in},
-                [op, x_in, x_copy = std::move(x_copy), y = saved_output(y)](const Tensor& dy_in) {
+                [op, x_copy = std::move(x_copy), y = saved_output(y)](const Tensor& dy_in) {
+                  const Tensor& x_in = backward_inputs()[0];
                   const bool recording = grad_enabled();
                   if (recording && op != Unary::tanh) {
                     return Gradients{unary_gradient(op, dy_in, x_in)};
@@ -286,17 +287,17 @@ Tensor pow(const Tensor& x_in, real exponent) {
   Tensor y = Tensor::empty(x.shape());
   kernels::pow_forward(y.data(), x.data(), exponent, x.numel());
   Tensor x_copy = x_in.is_contiguous() ? Tensor() : x;
-  return record("pow", y, {x_in},
-                [x_in, x_copy = std::move(x_copy), exponent](const Tensor& dy_in) {
-                  if (grad_enabled()) {
-                    return Gradients{mul(mul(dy_in, scalar(exponent)), pow(x_in, exponent - 1))};
-                  }
-                  const Tensor& x = x_copy.defined() ? x_copy : x_in;
-                  const Tensor dy = dy_in.contiguous_data();
-                  Tensor dx = Tensor::empty(x.shape());
-                  kernels::pow_backward(dx.data(), dy.data(), x.data(), exponent, x.numel());
-                  return Gradients{dx};
-                });
+  return record("pow", y, {x_in}, [x_copy = std::move(x_copy), exponent](const Tensor& dy_in) {
+    const Tensor& x_in = backward_inputs()[0];
+    if (grad_enabled()) {
+      return Gradients{mul(mul(dy_in, scalar(exponent)), pow(x_in, exponent - 1))};
+    }
+    const Tensor& x = x_copy.defined() ? x_copy : x_in;
+    const Tensor dy = dy_in.contiguous_data();
+    Tensor dx = Tensor::empty(x.shape());
+    kernels::pow_backward(dx.data(), dy.data(), x.data(), exponent, x.numel());
+    return Gradients{dx};
+  });
 }
 
 Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }

@@ -16,6 +16,7 @@
 #include "models/seq2seq/training.hpp"
 #include "models/text/normalize.hpp"
 #include "tests/support/program.hpp"
+#include "tests/support/python.hpp"
 
 using namespace attograd;
 using namespace attograd::testing;
@@ -23,19 +24,10 @@ using seq2seq::DecoderKind;
 
 namespace {
 
-const std::filesystem::path kPython = "/usr/bin/python3";
 const std::filesystem::path kBridge =
     std::filesystem::path(ATTOGRAD_SOURCE_DIR) / "scripts" / "torch_bridge.py";
 const std::filesystem::path kTrainer =
     std::filesystem::path(ATTOGRAD_SOURCE_DIR) / "tests" / "support" / "train_tiny_torch_model.py";
-
-// Whether /usr/bin/python3 can import torch; if not, says so where it shows.
-bool torch_installed() {
-  static const bool installed =
-      std::system((kPython.string() + " -c 'import torch' > /dev/null 2>&1").c_str()) == 0;
-  if (!installed) WARN("skipped: torch not installed (/usr/bin/python3 cannot import torch)");
-  return installed;
-}
 
 ProgramRun python(const std::vector<std::string>& arguments, const TemporaryFolder& scratch,
                   const std::string& input = "") {

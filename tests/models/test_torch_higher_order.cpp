@@ -38,6 +38,7 @@
 #include "tensor/factory.hpp"
 #include "tensor/random.hpp"
 #include "tests/support/program.hpp"
+#include "tests/support/python.hpp"
 
 using namespace attograd;
 using namespace attograd::testing;
@@ -45,7 +46,6 @@ using nlohmann::json;
 
 namespace {
 
-const std::filesystem::path kPython = "/usr/bin/python3";
 const std::filesystem::path kScript =
     std::filesystem::path(ATTOGRAD_SOURCE_DIR) / "tests" / "support" / "torch_higher_order.py";
 
@@ -54,14 +54,6 @@ const std::filesystem::path kScript =
 // products, a softmax's normaliser): 1e-10 relative to the largest entry
 // is the bar and leaves six digits of room over double rounding.
 constexpr double kTolerance = 1e-10;
-
-// Whether /usr/bin/python3 can import torch; if not, says so where it shows.
-bool torch_installed() {
-  static const bool installed =
-      std::system((kPython.string() + " -c 'import torch' > /dev/null 2>&1").c_str()) == 0;
-  if (!installed) WARN("skipped: torch not installed (/usr/bin/python3 cannot import torch)");
-  return installed;
-}
 
 using Named = std::vector<std::pair<std::string, Tensor>>;
 

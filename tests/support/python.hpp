@@ -1,0 +1,22 @@
+// tests/support/python.hpp — the Python the [torch] and [torch-double] tests
+// drive, and whether it has torch.
+#pragma once
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+namespace attograd::testing {
+
+inline const std::filesystem::path kPython = "/usr/bin/python3";
+
+// Whether /usr/bin/python3 can import torch; if not, says so where it shows.
+inline bool torch_installed() {
+  static const bool installed =
+      std::system((kPython.string() + " -c 'import torch' > /dev/null 2>&1").c_str()) == 0;
+  if (!installed) WARN("skipped: torch not installed (/usr/bin/python3 cannot import torch)");
+  return installed;
+}
+
+}  // namespace attograd::testing
