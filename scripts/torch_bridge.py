@@ -4,7 +4,8 @@
   torch_bridge.py to-torch CHECKPOINT OUT.pt
       An attograd checkpoint of `translate train` (tutorial recipe) becomes
       torch.save({'encoder': state_dict, 'decoder': state_dict,
-                  'source_words': [...], 'target_words': [...], 'config': {...}}).
+                  'source_words': [...], 'target_words': [...], 'config': '{...}'}),
+      the config one JSON string.
   torch_bridge.py from-torch IN.pt OUT.safetensors [--data PATH]
       The reverse: a model in that layout (trained with the PyTorch tutorial,
       say) becomes a checkpoint `translate translate` and `translate eval` use.
@@ -21,12 +22,21 @@ built on BahdanauAttention (BahdanauAttnDecoderRNN(H, len(target_words),
 dropout_p) here, AttnDecoderRNN there). Word i of source_words / target_words
 has id i: 0 SOS, 1 EOS, 2 <unk> (attograd's tutorial layout adds <unk>).
 
+Files are untrusted: a .pt file is read with torch.load(weights_only=True), so
+unpickling it runs no code (the bundle holds dicts, lists, strings, integers
+and tensors only: the config is a JSON string for that reason); only regular
+files are read; every value `translate` would check is checked before
+anything is written, and writes are atomic (a temporary file, then rename).
+
 Needs Python 3 and torch; the only part of the project that uses PyTorch.
 Exits 2 on bad input with a one-line "error: ..." message.
 """
 import argparse
+import io
 import json
 import math
+import os
+import stat
 import struct
 import sys
 
@@ -43,46 +53,185 @@ VOCABULARY_MAGIC = "attograd-vocabulary 1"
 SPECIALS = ["SOS", "EOS", "<unk>"]
 SOS, EOS = 0, 1
 
+# The limits `translate` holds a tutorial checkpoint to
+# (examples/translate/size_limits.hpp: kMaxHidden, kMaxSteps).
+MAX_HIDDEN = 4096
+MAX_LENGTH = 512
+# The largest file either direction reads: a tutorial model at H = 4096 with
+# 100,000 words a side is about 3.5 GB of float32; more is not a checkpoint.
+MAX_FILE_BYTES = 4 << 30
+# nn/safetensors_header.hpp's kMaxHeaderBytes.
+MAX_HEADER_BYTES = 100_000_000
+# The marker of the project's temporary files (tensor/atomic_file.hpp):
+# "<name>.attograd-tmp.<pid>.<tag>".
+TEMPORARY_MARKER = ".attograd-tmp."
+
 
 class BridgeError(Exception):
     """Bad input: the message names the file and the remedy."""
 
 
+def shown(text, limit=120):
+    """User text for a message: non-printable characters escaped, cut to `limit`."""
+    text = str(text)
+    cut = len(text) > limit
+    text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text[:limit])
+    return text + ("…" if cut else "")
+
+
+# --------------------------------------------------------------- files
+
+def read_regular(path, what):
+    """The bytes of `path`, which must be a regular file of at most MAX_FILE_BYTES.
+
+    Opened without blocking and checked with fstat before reading, so a FIFO,
+    a device (/dev/zero) or a directory is refused at once rather than read.
+    """
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as error:
+        raise BridgeError(f"cannot read {what} {shown(path, 300)}: {error.strerror}") from None
+    try:
+        status = os.fstat(descriptor)
+        if not stat.S_ISREG(status.st_mode):
+            kind = ("a directory" if stat.S_ISDIR(status.st_mode) else
+                    "a FIFO" if stat.S_ISFIFO(status.st_mode) else
+                    "a socket" if stat.S_ISSOCK(status.st_mode) else "a device")
+            raise BridgeError(f"{shown(path, 300)}: {kind}, not a regular file; pass the {what} "
+                              "file itself")
+        if status.st_size > MAX_FILE_BYTES:
+            raise BridgeError(f"{shown(path, 300)}: {status.st_size} bytes, more than the "
+                              f"{MAX_FILE_BYTES} a {what} may have")
+        os.set_blocking(descriptor, True)
+        with os.fdopen(os.dup(descriptor), "rb") as f:
+            data = f.read(MAX_FILE_BYTES + 1)
+    finally:
+        os.close(descriptor)
+    if len(data) > MAX_FILE_BYTES:  # grew while being read
+        raise BridgeError(f"{shown(path, 300)}: more than the {MAX_FILE_BYTES} bytes a {what} "
+                          "may have")
+    return data
+
+
+def write_atomic(path, data):
+    """Writes `data` to `path` through a temporary beside it and a rename, so
+    `path` is either its old self or complete, whatever happens (a full disk,
+    a kill)."""
+    shown_path = shown(path, 300)
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise BridgeError(f"cannot write {shown_path}: {shown(folder, 300)} is not a folder")
+    if os.path.isdir(path):
+        raise BridgeError(f"cannot write {shown_path}: it is a folder; name a file")
+    temporary = f"{path}{TEMPORARY_MARKER}{os.getpid()}.bridge"
+    try:
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+        with os.fdopen(descriptor, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(temporary, path)
+    except OSError as error:
+        try:
+            os.remove(temporary)
+        except OSError:
+            pass
+        raise BridgeError(f"cannot write {shown_path}: {error.strerror}; an existing "
+                          f"{os.path.basename(shown_path)} was left as it was") from None
+    try:  # the rename itself survives a power cut once the folder is synced
+        folder_descriptor = os.open(folder, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            os.fsync(folder_descriptor)
+        finally:
+            os.close(folder_descriptor)
+    except OSError:
+        pass
+
+
+def load_bundle(path):
+    """A torch.save file, unpickled with weights_only=True: no code runs."""
+    data = read_regular(path, "torch.save bundle")
+    try:
+        return torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
+    except Exception as error:  # torch raises many types for a damaged or hostile file
+        text = str(error)
+        reason = text[text.find("WeightsUnpickler error:"):] if "WeightsUnpickler" in text else text
+        reason = reason.splitlines()[0] if reason else type(error).__name__
+        hint = ""
+        if "Unsupported operand 71" in reason:  # pickle's BINFLOAT: a float outside a tensor
+            hint = " (a Python float outside a tensor: put numbers in the config's JSON string)"
+        raise BridgeError(f"{shown(path, 300)}: refused: torch.load(weights_only=True) cannot read "
+                          f"it ({shown(reason)}){hint}; a bundle holds only dicts, lists, strings, "
+                          "integers and tensors (docs/pytorch.md)") from None
+
+
 # --------------------------------------------------------------- safetensors
 
+DTYPES = {"F32": 4, "F64": 8}
+
+
+def is_integer(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def read_safetensors(path):
-    """(OrderedDict name -> float32 tensor, metadata dict) of a safetensors file."""
-    with open(path, "rb") as f:
-        data = f.read()
+    """(dict name -> float32 tensor in file order, metadata dict) of a safetensors file,
+    every header entry checked before any tensor is made."""
+    data = read_regular(path, "checkpoint")
+    where = shown(path, 300)
     if len(data) < 8:
-        raise BridgeError(f"{path}: {len(data)} bytes long; a safetensors file starts with "
+        raise BridgeError(f"{where}: {len(data)} bytes long; a safetensors file starts with "
                           "an 8-byte header length")
     (header_length,) = struct.unpack("<Q", data[:8])
-    if 8 + header_length > len(data):
-        raise BridgeError(f"{path}: not a safetensors file (its first 8 bytes give a header of "
-                          f"{header_length} bytes, but only {len(data) - 8} follow); pass a "
+    if header_length > min(len(data) - 8, MAX_HEADER_BYTES):
+        raise BridgeError(f"{where}: not a safetensors file (its first 8 bytes give a header of "
+                          f"{header_length} bytes, but {len(data) - 8} follow); pass a "
                           "checkpoint written by `translate train`")
     try:
         header = json.loads(data[8:8 + header_length])
-    except ValueError as error:
-        raise BridgeError(f"{path}: the header is not valid JSON ({error})") from None
-    metadata = header.pop("__metadata__", {}) or {}
+    except (ValueError, RecursionError) as error:
+        raise BridgeError(f"{where}: the header is not valid JSON ({shown(error)})") from None
+    if not isinstance(header, dict):
+        raise BridgeError(f"{where}: the header is a JSON {type(header).__name__}, not an object")
+    metadata = header.pop("__metadata__", {})
+    if not isinstance(metadata, dict) or not all(isinstance(value, str)
+                                                 for value in metadata.values()):
+        raise BridgeError(f"{where}: '__metadata__' must be an object of strings")
     body = memoryview(data)[8 + header_length:]
+    entries = []
+    for name, entry in header.items():
+        problem = None
+        if not isinstance(entry, dict):
+            problem = f"is a JSON {type(entry).__name__}, not an object"
+        elif entry.get("dtype") not in DTYPES:
+            problem = f"has dtype {shown(entry.get('dtype'))}; attograd writes F32 and F64 only"
+        elif (not isinstance(entry.get("shape"), list) or len(entry["shape"]) > 64
+              or not all(is_integer(size) and size >= 0 for size in entry["shape"])):
+            problem = f"has shape {shown(entry.get('shape'))}, not a list of sizes ≥ 0"
+        elif (not isinstance(entry.get("data_offsets"), list) or len(entry["data_offsets"]) != 2
+              or not all(is_integer(offset) for offset in entry["data_offsets"])
+              or not 0 <= entry["data_offsets"][0] <= entry["data_offsets"][1] <= len(body)):
+            problem = (f"has data_offsets {shown(entry.get('data_offsets'))}, not [begin, end] "
+                       f"within the {len(body)} bytes of data")
+        elif (entry["data_offsets"][1] - entry["data_offsets"][0]
+              != math.prod(entry["shape"]) * DTYPES[entry["dtype"]]):
+            problem = (f"has shape {entry['shape']} but {entry['data_offsets'][1] - entry['data_offsets'][0]} "
+                       "bytes of data")
+        if problem:
+            raise BridgeError(f"{where}: tensor '{shown(name)}' {problem}; the file is damaged")
+        entries.append((entry["data_offsets"][0], name, entry))
     tensors = {}
-    for name, entry in sorted(header.items(), key=lambda item: item[1]["data_offsets"][0]):
-        dtype = {"F32": torch.float32, "F64": torch.float64}.get(entry["dtype"])
-        if dtype is None:
-            raise BridgeError(f"{path}: tensor '{name}' has dtype {entry['dtype']}; "
-                              "attograd writes F32 and F64 only")
+    for _, name, entry in sorted(entries, key=lambda item: item[0]):
         begin, end = entry["data_offsets"]
-        values = torch.frombuffer(bytearray(body[begin:end]), dtype=dtype)
+        dtype = torch.float32 if entry["dtype"] == "F32" else torch.float64
+        values = torch.frombuffer(bytearray(body[begin:end]), dtype=dtype) if end > begin else \
+            torch.zeros(0, dtype=dtype)
         tensors[name] = values.reshape(entry["shape"]).to(torch.float32)
     return tensors, metadata
 
 
 def write_safetensors(path, tensors, metadata):
-    """Writes float32 tensors in the given order, atomically (temporary file, rename)."""
-    import os
+    """Writes float32 tensors in the given order, atomically."""
     header = {"__metadata__": metadata}
     chunks, offset = [], 0
     for name, tensor in tensors.items():
@@ -93,38 +242,141 @@ def write_safetensors(path, tensors, metadata):
         offset += len(raw)
     text = json.dumps(header, separators=(",", ":")).encode()
     text += b" " * ((8 - (8 + len(text)) % 8) % 8)
-    temporary = f"{path}.tmp.{os.getpid()}"
-    try:
-        with open(temporary, "wb") as f:
-            f.write(struct.pack("<Q", len(text)) + text + b"".join(chunks))
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(temporary, path)
-    except OSError as error:
-        if os.path.exists(temporary):
-            os.remove(temporary)
-        raise BridgeError(f"cannot write {path}: {error.strerror}") from None
+    write_atomic(path, struct.pack("<Q", len(text)) + text + b"".join(chunks))
 
 
 # --------------------------------------------------------------- vocabularies
 
+def check_words(words, key, path):
+    """The rules of attograd's Vocabulary (models/text/vocabulary.cpp) and the
+    tutorial layout's specials."""
+    where = shown(path, 300)
+    if not isinstance(words, list) or not all(isinstance(word, str) for word in words):
+        raise BridgeError(f"{where}: {key} must be a list of strings")
+    if words[:3] != SPECIALS:
+        raise BridgeError(f"{where}: {key} must start {SPECIALS} (id 0 SOS, 1 EOS, 2 <unk>), "
+                          f"found {shown(words[:3])}; see docs/pytorch.md")
+    for index, word in enumerate(words):
+        if not word or any(c in word for c in " \t\n\r") or not word.isprintable():
+            raise BridgeError(f"{where}: {key}[{index}] is '{shown(word)}'; a word is not empty "
+                              "and has no spaces, tabs, line breaks or control characters")
+        try:
+            word.encode("utf-8")
+        except UnicodeEncodeError:
+            raise BridgeError(f"{where}: {key}[{index}] is not valid Unicode") from None
+    if len(set(words)) != len(words):
+        seen = set()
+        twice = next(word for word in words if word in seen or seen.add(word))
+        raise BridgeError(f"{where}: {key} names '{shown(twice)}' twice")
+
+
 def words_of(text, path, key):
     """The words (id order) and counts of attograd's serialized vocabulary."""
+    where = shown(path, 300)
     lines = text.split("\n")
-    if lines[0] != VOCABULARY_MAGIC or not lines[1].startswith("special "):
-        raise BridgeError(f"{path}: '{key}' is not an attograd vocabulary")
-    count = int(lines[2].split()[1])
-    entries = [line.rsplit("\t", 1) for line in lines[3:3 + count]]
-    words = [word for word, _ in entries]
-    if words[:3] != SPECIALS:
-        raise BridgeError(f"{path}: '{key}' starts {words[:3]}, not the tutorial layout {SPECIALS}")
-    return words, [int(number) for _, number in entries]
+
+    def damaged(why):
+        return BridgeError(f"{where}: '{key}' is not an attograd vocabulary ({why}); pass a "
+                           "checkpoint written by `translate train`")
+
+    if len(lines) < 3 or lines[0] != VOCABULARY_MAGIC or not lines[1].startswith("special "):
+        raise damaged(f"it does not start '{VOCABULARY_MAGIC}'")
+    header = lines[2].split(" ")
+    if len(header) != 2 or header[0] != "words" or not header[1].isdigit():
+        raise damaged(f"line 3 is '{shown(lines[2])}', not 'words N'")
+    count = int(header[1])
+    if len(lines) < 3 + count:
+        raise damaged(f"it announces {count} words but has {len(lines) - 3} lines")
+    words, counts = [], []
+    for number, line in enumerate(lines[3:3 + count], start=4):
+        word, tab, occurrences = line.rpartition("\t")
+        if not tab or not occurrences.isdigit():
+            raise damaged(f"line {number} is '{shown(line)}', not 'word<TAB>count'")
+        words.append(word)
+        counts.append(int(occurrences))
+    check_words(words, key, path)
+    return words, counts
 
 
 def vocabulary_text(words, counts):
     lines = [VOCABULARY_MAGIC, "special 3 unknown 2", f"words {len(words)}"]
     lines += [f"{word}\t{number}" for word, number in zip(words, counts)]
     return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------- values
+
+def checked(path, where, record, key, kind, low=None, high=None):
+    """record[key], required to be `kind` ("int", "number", "bool", "str") within
+    [low, high]; a message names the file, the entry and the key."""
+    if not isinstance(record, dict) or key not in record:
+        raise BridgeError(f"{shown(path, 300)}: {where} lacks '{key}' (docs/pytorch.md)")
+    value = record[key]
+    ok = {"int": is_integer(value),
+          "number": (is_integer(value) or isinstance(value, float)) and math.isfinite(value),
+          "bool": isinstance(value, bool), "str": isinstance(value, str)}[kind]
+    if ok and low is not None and value < low:
+        ok = False
+    if ok and high is not None and value > high:
+        ok = False
+    if not ok:
+        bounds = ""
+        if low is not None or high is not None:
+            bounds = f" in [{'-∞' if low is None else low}, {'∞' if high is None else high}]"
+        article = "an" if kind == "int" else "a"
+        kind_name = {"int": "integer", "number": "finite number", "bool": "true or false",
+                     "str": "string"}[kind]
+        raise BridgeError(f"{shown(path, 300)}: {where}: '{key}' is {shown(json.dumps(value))}, "
+                          f"not {article} {kind_name}{bounds} (docs/pytorch.md)")
+    return value
+
+
+def json_object(text, path, where):
+    """`text` parsed as a JSON object, or a message naming the file and the entry."""
+    if isinstance(text, dict):
+        return text
+    if not isinstance(text, str):
+        raise BridgeError(f"{shown(path, 300)}: {where} is a {type(text).__name__}, not a JSON "
+                          "string")
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        raise BridgeError(f"{shown(path, 300)}: {where} is not valid JSON") from None
+    if not isinstance(value, dict):
+        raise BridgeError(f"{shown(path, 300)}: {where} is not a JSON object")
+    return value
+
+
+def check_record(path, where, record, fields):
+    """Checks a training record's fields: (key, kind, low, high) each."""
+    for key, kind, low, high in fields:
+        checked(path, where, record, key, kind, low, high)
+
+
+# What from-torch carries back to `translate` in the seq2seq.* entries, with
+# the checks models/seq2seq/training.cpp and the tutorial recipe make.
+DATA_FIELDS = [("path", "str", None, None), ("reverse", "bool", None, None),
+               ("max_length", "int", 2, MAX_LENGTH), ("validation_fraction", "number", 0, 1),
+               ("split_seed", "int", 0, 2 ** 64 - 1)]
+TRAINING_FIELDS = [("iterations", "int", 0, 2 ** 63 - 1),
+                   ("learning_rate", "number", 0, None),
+                   ("teacher_forcing", "number", 0, 1), ("seed", "int", 0, 2 ** 64 - 1),
+                   ("print_every", "int", 1, 2 ** 63 - 1), ("plot_every", "int", 1, 2 ** 63 - 1),
+                   ("sparse_embeddings", "bool", None, None)]
+PROGRESS_FIELDS = [("iteration", "int", 0, 2 ** 63 - 1),
+                   ("print_loss_total", "number", None, None),
+                   ("plot_loss_total", "number", None, None),
+                   ("train_seconds", "number", 0, None)]
+
+
+def check_progress(path, where, record):
+    check_record(path, where, record, PROGRESS_FIELDS)
+    for key in ("plot_losses", "interval_losses"):
+        values = record.get(key)
+        if not isinstance(values, list) or not all(
+                (is_integer(v) or isinstance(v, float)) and math.isfinite(v) for v in values):
+            raise BridgeError(f"{shown(path, 300)}: {where}'s '{key}' is not a list of finite "
+                              "numbers")
 
 
 # --------------------------------------------------------------- the tutorial's modules
@@ -198,18 +450,80 @@ if nn is not None:
             return F.log_softmax(self.out(output[0]), dim=1), hidden, weights
 
 
-def make_modules(bundle):
-    """(encoder, decoder) of a bundle's config, with its state dicts loaded strictly."""
-    config = bundle["config"]
+def make_modules(bundle, config, path):
+    """(encoder, decoder) of a bundle's checked config, with its state dicts loaded strictly."""
     hidden, length = config["hidden_size"], config["max_length"]
+    # The shapes that size the modules, checked before the modules are made, so
+    # a config claiming H = 4096 beside small tensors allocates nothing.
+    expected = {("encoder", "embedding.weight"): (len(bundle["source_words"]), hidden),
+                ("encoder", "gru.weight_hh_l0"): (3 * hidden, hidden),
+                ("decoder", "embedding.weight"): (len(bundle["target_words"]), hidden)}
+    for part in ("encoder", "decoder"):
+        state = bundle[part]
+        if not isinstance(state, dict) or not all(
+                isinstance(name, str) and isinstance(value, torch.Tensor)
+                for name, value in state.items()):
+            raise BridgeError(f"{shown(path, 300)}: '{part}' is not a state dict (names to "
+                              "tensors)")
+    for (part, name), shape in expected.items():
+        found = bundle[part].get(name)
+        if found is None or tuple(found.shape) != shape:
+            raise BridgeError(f"{shown(path, 300)}: {part} tensor '{name}' is "
+                              f"{'missing' if found is None else list(found.shape)}; the config "
+                              f"(hidden_size {hidden}) and the words make it {list(shape)}")
     encoder = EncoderRNN(len(bundle["source_words"]), hidden)
     if config["decoder"] == "location":
         decoder = AttnDecoderRNN(hidden, len(bundle["target_words"]), config["dropout_p"], length)
     else:
         decoder = BahdanauAttnDecoderRNN(hidden, len(bundle["target_words"]), config["dropout_p"])
-    encoder.load_state_dict(bundle["encoder"], strict=True)
-    decoder.load_state_dict(bundle["decoder"], strict=True)
+    for part, module in (("encoder", encoder), ("decoder", decoder)):
+        state = bundle[part]
+        for name, value in state.items():
+            if not value.is_floating_point():
+                raise BridgeError(f"{shown(path, 300)}: {part} tensor '{shown(name)}' holds "
+                                  f"{value.dtype}, not floating-point numbers")
+            if not bool(torch.isfinite(value).all()):
+                raise BridgeError(f"{shown(path, 300)}: {part} tensor '{shown(name)}' holds a NaN "
+                                  "or an infinity; the model diverged: use an earlier checkpoint")
+        try:
+            module.load_state_dict(state, strict=True)
+        except RuntimeError as error:
+            raise BridgeError(f"{shown(path, 300)}: the {part} state dict does not fit the "
+                              f"tutorial's modules: {shown(str(error).splitlines()[-1].strip(), 300)}"
+                              ) from None
     return encoder.eval(), decoder.eval()
+
+
+def bundle_config(bundle, path):
+    """The checked config of a bundle (a JSON string, or a dict of plain values)."""
+    where = shown(path, 300)
+    if not isinstance(bundle, dict):
+        raise BridgeError(f"{where}: holds a {type(bundle).__name__}, not the dict to-torch "
+                          "writes (docs/pytorch.md)")
+    missing = [key for key in ("encoder", "decoder", "source_words", "target_words", "config")
+               if key not in bundle]
+    if missing:
+        raise BridgeError(f"{where}: lacks {', '.join(missing)}; expected the layout "
+                          "to-torch writes (docs/pytorch.md)")
+    config = json_object(bundle["config"], path, "'config'")
+    checked(path, "'config'", config, "hidden_size", "int", 1, MAX_HIDDEN)
+    checked(path, "'config'", config, "max_length", "int", 2, MAX_LENGTH)
+    decoder = checked(path, "'config'", config, "decoder", "str")
+    if decoder not in ("location", "bahdanau"):
+        raise BridgeError(f"{where}: config decoder is '{shown(decoder)}'; expected 'location' "
+                          "or 'bahdanau'")
+    dropout = checked(path, "'config'", config, "dropout_p", "number", 0, 1)
+    if dropout >= 1:
+        raise BridgeError(f"{where}: config dropout_p is {dropout}, not in [0, 1)")
+    if "reverse" in config:
+        checked(path, "'config'", config, "reverse", "bool")
+    if config.get("normalization", "tutorial") != "tutorial":
+        raise BridgeError(f"{where}: config normalization is "
+                          f"'{shown(config['normalization'])}'; attograd's tutorial recipe "
+                          "normalises as the tutorial does ('tutorial')")
+    check_words(bundle["source_words"], "source_words", path)
+    check_words(bundle["target_words"], "target_words", path)
+    return config
 
 
 def greedy(encoder, decoder, ids, max_length):
@@ -257,84 +571,91 @@ def decoder_names(kind):
 
 def metadata_json(metadata, key, path):
     if key not in metadata:
-        raise BridgeError(f"{path}: the checkpoint has no '{key}' entry; was it written by "
-                          "`translate train`?")
-    return json.loads(metadata[key])
+        raise BridgeError(f"{shown(path, 300)}: the checkpoint has no '{key}' entry; was it "
+                          "written by `translate train`?")
+    return json_object(metadata[key], path, f"the checkpoint's '{key}' entry")
 
 
 def to_torch(checkpoint, out):
     tensors, metadata = read_safetensors(checkpoint)
+    where = shown(checkpoint, 300)
     if metadata.get("seq2seq.format") != FORMAT:
         found = metadata.get("seq2seq.format", metadata.get("recipe", "missing"))
-        raise BridgeError(f"{checkpoint}: not a tutorial-recipe translation checkpoint (its format "
-                          f"is '{found}', expected '{FORMAT}'); make one with `translate train`")
+        raise BridgeError(f"{where}: not a tutorial-recipe translation checkpoint (its format "
+                          f"is '{shown(found)}', expected '{FORMAT}'); make one with "
+                          "`translate train`")
     model = metadata_json(metadata, "seq2seq.model", checkpoint)
-    source_words, source_counts = words_of(metadata["seq2seq.source_vocabulary"], checkpoint,
-                                           "seq2seq.source_vocabulary")
-    target_words, target_counts = words_of(metadata["seq2seq.target_vocabulary"], checkpoint,
-                                           "seq2seq.target_vocabulary")
+    source_words, source_counts = words_of(
+        metadata_entry(metadata, "seq2seq.source_vocabulary", checkpoint), checkpoint,
+        "seq2seq.source_vocabulary")
+    target_words, target_counts = words_of(
+        metadata_entry(metadata, "seq2seq.target_vocabulary", checkpoint), checkpoint,
+        "seq2seq.target_vocabulary")
     data = metadata_json(metadata, "seq2seq.data", checkpoint)
+    entry = "the checkpoint's 'seq2seq.model' entry"
+    hidden = checked(checkpoint, entry, model, "hidden_size", "int", 1, MAX_HIDDEN)
+    length = checked(checkpoint, entry, model, "max_length", "int", 2, MAX_LENGTH)
+    dropout = checked(checkpoint, entry, model, "dropout", "number", 0, 1)
+    decoder = checked(checkpoint, entry, model, "decoder", "str")
+    if decoder not in ("location", "bahdanau"):
+        raise BridgeError(f"{where}: {entry}: decoder is '{shown(decoder)}'; expected "
+                          "'location' or 'bahdanau'")
+    reverse = checked(checkpoint, "the checkpoint's 'seq2seq.data' entry", data, "reverse", "bool")
     bundle = {"encoder": {}, "decoder": {}, "source_words": source_words,
               "target_words": target_words}
-    for part, names in (("encoder", ENCODER_NAMES), ("decoder", decoder_names(model["decoder"]))):
+    for part, names in (("encoder", ENCODER_NAMES), ("decoder", decoder_names(decoder))):
         for ours, theirs in names.items():
             key = f"{part}.{ours}"
             if key not in tensors:
-                raise BridgeError(f"{checkpoint}: tensor '{key}' is missing")
+                raise BridgeError(f"{where}: tensor '{key}' is missing")
             bundle[part][theirs] = tensors[key].clone()
-    if model["decoder"] == "bahdanau":
+    if decoder == "bahdanau":
         for bias, weight in BAHDANAU_BIASES.items():
             bundle["decoder"][bias] = torch.zeros(bundle["decoder"][weight].shape[0])
-    bundle["config"] = {
-        "hidden_size": model["hidden_size"], "max_length": model["max_length"],
-        "decoder": model["decoder"], "dropout_p": model["dropout"],
+    config = {
+        "hidden_size": hidden, "max_length": length, "decoder": decoder, "dropout_p": dropout,
         # models/text/normalize.hpp's normalize_sentence, the tutorial's normalizeString.
-        "normalization": "tutorial", "reverse": data["reverse"],
+        "normalization": "tutorial", "reverse": reverse,
         # What attograd needs back besides the weights (from-torch reuses it).
         "attograd": {"source_counts": source_counts, "target_counts": target_counts,
                      **{key: metadata[key] for key in
                         ("seq2seq.data", "seq2seq.training", "seq2seq.progress") if key in metadata}},
     }
-    make_modules(bundle)  # proves the layout: strict=True
-    torch.save(bundle, out)
-    print(f"wrote {out}: EncoderRNN({len(source_words)}, {model['hidden_size']}) and "
-          f"{'AttnDecoderRNN' if model['decoder'] == 'location' else 'BahdanauAttnDecoderRNN'}"
-          f"({model['hidden_size']}, {len(target_words)}) state dicts")
+    # A JSON string: a pickled float is what torch.load(weights_only=True) refuses.
+    bundle["config"] = json.dumps(config)
+    make_modules(bundle, config, checkpoint)  # proves the layout: strict=True
+    buffer = io.BytesIO()
+    torch.save(bundle, buffer)  # into memory: torch.save onto a full disk aborts the process
+    write_atomic(out, buffer.getvalue())
+    print(f"wrote {shown(out, 300)}: EncoderRNN({len(source_words)}, {hidden}) and "
+          f"{'AttnDecoderRNN' if decoder == 'location' else 'BahdanauAttnDecoderRNN'}"
+          f"({hidden}, {len(target_words)}) state dicts")
 
 
-def check_words(words, key, path):
-    if not isinstance(words, list) or words[:3] != SPECIALS:
-        raise BridgeError(f"{path}: {key} must be a list starting {SPECIALS} (id 0 SOS, 1 EOS, "
-                          f"2 <unk>), found {words[:3] if isinstance(words, list) else type(words)}; "
-                          "see docs/pytorch.md")
-    if len(set(words)) != len(words):
-        raise BridgeError(f"{path}: {key} names a word twice")
+def metadata_entry(metadata, key, path):
+    if key not in metadata:
+        raise BridgeError(f"{shown(path, 300)}: the checkpoint has no '{key}' entry; was it "
+                          "written by `translate train`?")
+    return metadata[key]
+
+
+def carried_back(extra, key, words, path):
+    """config.attograd's word counts for `words`, zeros when the bundle has none."""
+    counts = extra.get(key)
+    if counts is None:
+        return [0] * len(words)
+    if (not isinstance(counts, list) or len(counts) != len(words)
+            or not all(is_integer(count) and 0 <= count < 2 ** 63 for count in counts)):
+        raise BridgeError(f"{shown(path, 300)}: config.attograd.{key} is not a list of "
+                          f"{len(words)} counts ≥ 0, one per word")
+    return counts
 
 
 def from_torch(source, out, data_path):
-    try:
-        bundle = torch.load(source, map_location="cpu")
-    except Exception as error:  # torch raises many types for a damaged file
-        raise BridgeError(f"{source}: not a torch.save file ({error})") from None
-    missing = [key for key in ("encoder", "decoder", "source_words", "target_words", "config")
-               if not isinstance(bundle, dict) or key not in bundle]
-    if missing:
-        raise BridgeError(f"{source}: lacks {', '.join(missing)}; expected the layout "
-                          "to-torch writes (docs/pytorch.md)")
-    config = bundle["config"]
-    for key in ("hidden_size", "max_length", "decoder", "dropout_p"):
-        if key not in config:
-            raise BridgeError(f"{source}: config lacks '{key}'")
-    if config["decoder"] not in ("location", "bahdanau"):
-        raise BridgeError(f"{source}: config decoder is '{config['decoder']}'; expected "
-                          "'location' or 'bahdanau'")
-    check_words(bundle["source_words"], "source_words", source)
-    check_words(bundle["target_words"], "target_words", source)
-    try:
-        make_modules(bundle)
-    except RuntimeError as error:
-        raise BridgeError(f"{source}: the state dicts do not fit the tutorial's modules: "
-                          f"{str(error).splitlines()[0]}") from None
+    bundle = load_bundle(source)
+    config = bundle_config(bundle, source)
+    where = shown(source, 300)
+    make_modules(bundle, config, source)
     tensors = {}
     for part, names in (("encoder", ENCODER_NAMES), ("decoder", decoder_names(config["decoder"]))):
         for ours, theirs in names.items():
@@ -342,22 +663,33 @@ def from_torch(source, out, data_path):
     if config["decoder"] == "bahdanau":
         inside = bundle["decoder"]["attention.Wa.bias"] + bundle["decoder"]["attention.Ua.bias"]
         if float(inside.abs().max()) != 0.0:
-            raise BridgeError(f"{source}: the attention's Wa.bias + Ua.bias is not zero (largest "
+            raise BridgeError(f"{where}: the attention's Wa.bias + Ua.bias is not zero (largest "
                               f"{float(inside.abs().max()):.3g}); attograd's additive attention has "
                               "no bias inside tanh: train with Linear(..., bias=False) for Wa and Ua")
         # Va.bias adds one constant to every score, which softmax ignores.
     extra = config.get("attograd", {})
-    source_counts = extra.get("source_counts", [0] * len(bundle["source_words"]))
-    target_counts = extra.get("target_counts", [0] * len(bundle["target_words"]))
-    data = extra.get("seq2seq.data") or json.dumps({
+    if not isinstance(extra, dict):
+        raise BridgeError(f"{where}: config.attograd is not an object")
+    source_counts = carried_back(extra, "source_counts", bundle["source_words"], source)
+    target_counts = carried_back(extra, "target_counts", bundle["target_words"], source)
+    data = json_object(extra.get("seq2seq.data") or {
         "path": data_path, "reverse": bool(config.get("reverse", False)),
-        "max_length": config["max_length"], "validation_fraction": 0.05, "split_seed": 1})
-    training = extra.get("seq2seq.training") or json.dumps({
+        "max_length": config["max_length"], "validation_fraction": 0.05, "split_seed": 1},
+        source, "config.attograd's 'seq2seq.data'")
+    training = json_object(extra.get("seq2seq.training") or {
         "iterations": 0, "learning_rate": 0.01, "teacher_forcing": 0.5, "seed": 0,
-        "print_every": 1000, "plot_every": 100, "sparse_embeddings": False})
-    progress = extra.get("seq2seq.progress") or json.dumps({
+        "print_every": 1000, "plot_every": 100, "sparse_embeddings": False},
+        source, "config.attograd's 'seq2seq.training'")
+    progress = json_object(extra.get("seq2seq.progress") or {
         "iteration": 0, "print_loss_total": 0.0, "plot_loss_total": 0.0, "plot_losses": [],
-        "interval_losses": [], "train_seconds": 0.0})
+        "interval_losses": [], "train_seconds": 0.0},
+        source, "config.attograd's 'seq2seq.progress'")
+    check_record(source, "config.attograd's 'seq2seq.data'", data, DATA_FIELDS)
+    check_record(source, "config.attograd's 'seq2seq.training'", training, TRAINING_FIELDS)
+    check_progress(source, "config.attograd's 'seq2seq.progress'", progress)
+    if data["validation_fraction"] >= 1 or training["learning_rate"] <= 0:
+        raise BridgeError(f"{where}: config.attograd's validation_fraction must be in [0, 1) and "
+                          "learning_rate positive")
     metadata = {
         "seq2seq.format": FORMAT,
         "seq2seq.model": json.dumps({
@@ -367,30 +699,41 @@ def from_torch(source, out, data_path):
             "dropout": config["dropout_p"], "decoder": config["decoder"]}),
         "seq2seq.source_vocabulary": vocabulary_text(bundle["source_words"], source_counts),
         "seq2seq.target_vocabulary": vocabulary_text(bundle["target_words"], target_counts),
-        "seq2seq.data": data, "seq2seq.training": training, "seq2seq.progress": progress,
+        "seq2seq.data": json.dumps(data), "seq2seq.training": json.dumps(training),
+        "seq2seq.progress": json.dumps(progress),
     }
     write_safetensors(out, tensors, metadata)
-    print(f"wrote {out}: {len(tensors)} tensors, a {config['decoder']} decoder")
+    print(f"wrote {shown(out, 300)}: {len(tensors)} tensors, a {config['decoder']} decoder")
 
 
 def translate(source):
-    bundle = torch.load(source, map_location="cpu")
-    encoder, decoder = make_modules(bundle)
+    bundle = load_bundle(source)
+    config = bundle_config(bundle, source)
+    encoder, decoder = make_modules(bundle, config, source)
     index = {word: i for i, word in enumerate(bundle["source_words"])}
-    length = bundle["config"]["max_length"]
-    for line in sys.stdin:
-        ids = [index.get(word, 2) for word in line.split()] + [EOS]
-        if len(ids) > length:
-            raise BridgeError(f"'{line.strip()}' has {len(ids)} words with EOS; the model keeps "
-                              f"at most {length}")
+    length = config["max_length"]
+    for number, line in enumerate(sys.stdin, start=1):
+        words = line.split()
+        if len(words) + 1 > length:
+            raise BridgeError(f"stdin line {number} ('{shown(line.strip(), 80)}') has "
+                              f"{len(words) + 1} words with EOS; the model keeps at most {length}")
+        ids = [index.get(word, 2) for word in words] + [EOS]
         chosen, log_prob = greedy(encoder, decoder, ids, length)
         print(json.dumps({"words": [bundle["target_words"][i] for i in chosen],
                           "log_prob": log_prob}))
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse with a one-line error and exit status 2."""
+
+    def error(self, message):
+        print(f"error: {self.prog}: {message} (see --help)", file=sys.stderr)
+        sys.exit(2)
+
+
 def main(argv):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    commands = parser.add_subparsers(dest="command", required=True)
+    parser = Parser(prog="torch_bridge.py", description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     command = commands.add_parser("to-torch", help="attograd checkpoint -> torch.save bundle")
     command.add_argument("checkpoint")
     command.add_argument("out")
@@ -414,9 +757,12 @@ def main(argv):
             from_torch(arguments.source, arguments.out, arguments.data)
         else:
             translate(arguments.source)
-    except (BridgeError, OSError, KeyError, ValueError) as error:
-        message = error.args[0] if isinstance(error, BridgeError) else str(error)
-        print(f"error: {message}", file=sys.stderr)
+    except BridgeError as error:
+        print(f"error: {error.args[0]}", file=sys.stderr)
+        return 2
+    except OSError as error:  # reading stdin, writing stdout
+        print(f"error: {arguments.command}: {shown(error.strerror or error, 300)}",
+              file=sys.stderr)
         return 2
     return 0
 

@@ -9,6 +9,7 @@ target word; the tutorial's EncoderRNN and AttnDecoderRNN (torch_bridge.py
 holds them). Seeded, so the model is the same on every run.
 """
 import os
+import json
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "scripts"))
@@ -46,9 +47,11 @@ def main(out):
         optimizer.step()
     torch.save({"encoder": encoder.state_dict(), "decoder": decoder.state_dict(),
                 "source_words": source_words, "target_words": target_words,
-                "config": {"hidden_size": HIDDEN, "max_length": MAX_LENGTH,
-                           "decoder": "location", "dropout_p": 0.1,
-                           "normalization": "tutorial", "reverse": False}}, out)
+                # A JSON string: the bridge reads bundles with weights_only=True,
+                # which refuses a pickled float.
+                "config": json.dumps({"hidden_size": HIDDEN, "max_length": MAX_LENGTH,
+                                      "decoder": "location", "dropout_p": 0.1,
+                                      "normalization": "tutorial", "reverse": False})}, out)
 
 
 if __name__ == "__main__":
