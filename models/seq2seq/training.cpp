@@ -196,10 +196,12 @@ class MetadataEntry {
   // An integer in [low, high] (JSON 8.5 or "8" is refused, not rounded or parsed).
   int64_t integer(const char* field, int64_t low, int64_t high) const {
     const nlohmann::json& value = at(field);
+    // nlohmann reads every integer >= 0 as unsigned, and one past int64 only so.
     const bool in_range =
         value.is_number_integer() &&
-        (value.is_number_unsigned() ? value.get<uint64_t>() <= static_cast<uint64_t>(high)
-                                    : low <= value.get<int64_t>() && value.get<int64_t>() <= high);
+        (value.is_number_unsigned()
+             ? value.get<uint64_t>() <= static_cast<uint64_t>(high) && low <= value.get<int64_t>()
+             : low <= value.get<int64_t>() && value.get<int64_t>() <= high);
     if (!in_range) {
       refuse(field, value,
              high == std::numeric_limits<int64_t>::max()

@@ -306,8 +306,10 @@ std::optional<std::string> vocabulary_difference(const Vocabulary& expected,
 
 std::optional<std::string> layout_difference(const Vocabulary& vocabulary, SpecialLayout layout) {
   std::string expected;
-  for (const SpecialToken& token : layout)
-    expected += (expected.empty() ? "" : " ") + std::string(token.word);
+  for (const SpecialToken& token : layout) {
+    if (!expected.empty()) expected += ' ';
+    expected.append(token.word);
+  }
   const auto layout_size = static_cast<std::int64_t>(layout.size());
   if (vocabulary.num_special() != layout_size) {
     return fmt::format("it has {} special tokens where the layout has {} ({})",
