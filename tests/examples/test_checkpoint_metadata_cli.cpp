@@ -57,6 +57,15 @@ fs::path trained(const std::vector<std::string>& arguments, const fs::path& scra
   return out / "checkpoint.safetensors";
 }
 
+// 'path', as the messages quote a checkpoint (appended piecewise: GCC 12
+// misreads "'" + string under -Wrestrict).
+std::string in_quotes(const fs::path& path) {
+  std::string text = "'";
+  text += path.string();
+  text += '\'';
+  return text;
+}
+
 using Edit = std::function<void(attograd::nn::Metadata&)>;
 
 // A copy of `checkpoint` with its metadata changed by `edit`.
@@ -120,20 +129,20 @@ TEST_CASE("translate: a checkpoint of another recipe names the --recipe to use",
 
   for (const std::string command : {"translate", "eval"}) {
     check_refused(scratch.path, {command}, batched,
-                  "'" + batched.string() +
-                      "' is a checkpoint of the batched recipe, not the tutorial one; use it "
+                  in_quotes(batched) +
+                      " is a checkpoint of the batched recipe, not the tutorial one; use it "
                       "with --recipe batched");
     check_refused(scratch.path, {command}, transformer,
-                  "'" + transformer.string() +
-                      "' is a checkpoint of the transformer recipe, not the tutorial one; use it "
+                  in_quotes(transformer) +
+                      " is a checkpoint of the transformer recipe, not the tutorial one; use it "
                       "with --recipe transformer");
     check_refused(scratch.path, {command, "--recipe", "batched"}, tutorial,
-                  "'" + tutorial.string() +
-                      "' is a checkpoint of the tutorial recipe, not the batched one; use it with "
+                  in_quotes(tutorial) +
+                      " is a checkpoint of the tutorial recipe, not the batched one; use it with "
                       "--recipe tutorial (the default: leave --recipe out)");
     check_refused(scratch.path, {command, "--recipe", "transformer"}, batched,
-                  "'" + batched.string() +
-                      "' is a checkpoint of the batched recipe, not the transformer one; use it "
+                  in_quotes(batched) +
+                      " is a checkpoint of the batched recipe, not the transformer one; use it "
                       "with --recipe batched");
   }
   // train --resume takes tutorial checkpoints only.
@@ -147,16 +156,16 @@ TEST_CASE("translate: a checkpoint of another recipe names the --recipe to use",
   // A recipe no one wrote, and no recipe at all.
   check_refused(scratch.path, {"translate", "--recipe", "batched"},
                 edited_copy(batched, scratch.path, batched_entry("recipe", "xyz")),
-                "'" + (scratch.path / "edited.safetensors").string() +
-                    "': the checkpoint's 'recipe' entry is 'xyz', not one of "
+                in_quotes(scratch.path / "edited.safetensors") +
+                    ": the checkpoint's 'recipe' entry is 'xyz', not one of "
                     "tutorial|batched|transformer; " +
                     kEdited);
   check_refused(
       scratch.path, {"translate"},
       edited_copy(batched, scratch.path,
                   [](attograd::nn::Metadata& metadata) { metadata.erase("recipe"); }),
-      "'" + (scratch.path / "edited.safetensors").string() +
-          "' is not a translation checkpoint (it has neither a 'seq2seq.format' nor a 'recipe' "
+      in_quotes(scratch.path / "edited.safetensors") +
+          " is not a translation checkpoint (it has neither a 'seq2seq.format' nor a 'recipe' "
           "entry in its metadata); make one with `translate train`");
 }
 
@@ -286,7 +295,7 @@ TEST_CASE("translate: the batched and Transformer checkpoints' metadata values a
                                    scratch.path / "batched");
   const fs::path transformer = trained(quick_transformer_train(scratch.path / "transformer", 1),
                                        scratch.path, scratch.path / "transformer");
-  const std::string edited = "'" + (scratch.path / "edited.safetensors").string() + "'";
+  const std::string edited = in_quotes(scratch.path / "edited.safetensors");
 
   for (const auto& [recipe, checkpoint] :
        {std::pair<std::string, fs::path>{"batched", batched}, {"transformer", transformer}}) {
