@@ -29,8 +29,9 @@ inline constexpr int64_t kMaxSteps = 512;           // --num-steps, --max-length
 //
 // --beam: K hypotheses per sentence, each scoring every target word per step
 // and keeping its attention rows. `--beam 1000000000` took 2–3 GB in 15 s and
-// the tutorial's --beam 4096 on two sentences ran past 30 s; the usual beam
-// is 4–10, and 64 keeps a sentence to milliseconds and a few MB.
+// the tutorial's --beam 4096 on two sentences ran past 30 s. The usual beam
+// is 4–10; at 64 the default tutorial model (H = 256, 2,800 English words)
+// takes about a tenth of a second and 1 MB more per sentence than greedy.
 inline constexpr int64_t kMaxBeam = 64;
 // --examples: translations printed. eval draws them without replacement, so
 // it never prints more than the pairs it scored, whatever the flag says.
