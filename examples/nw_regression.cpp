@@ -44,9 +44,10 @@ using namespace attograd::nw_regression;
 namespace {
 
 // The limits of the flags that count work: --epochs at 1000 times the
-// seed's 100 (the loss curve, one point per epoch, stays a few MB of SVG),
-// --seeds at 10,000 runs of each learned shape. A mistyped 2000000000 is
-// refused instead of running for hours.
+// seed's 100 (about 2 s, and the loss curve, one point per epoch, 1.4 MB of
+// SVG: 10,000 epochs took 0.22 s and wrote 143 KB), --seeds at 10,000 runs
+// of each learned shape. A mistyped 2000000000 is refused instead of running
+// for hours.
 constexpr int kMaxEpochs = 100000;
 constexpr int kMaxSeeds = 10000;
 
