@@ -24,6 +24,14 @@ using namespace attograd;
 
 namespace {
 
+// The limits of the flags that size the work: far above a demo's needs, they
+// keep a mistyped value from asking for gigabytes (an activation is N × H
+// floats: 40 MB at the limits) or hours (a step at the limits is about a
+// GFLOP; the default run's 1000 steps take well under a second).
+constexpr int kMaxSteps = 1000000;
+constexpr int kMaxHidden = 1024;
+constexpr int kMaxSamples = 10000;
+
 struct Flags {
   std::int64_t seed = 0;
   int steps = 1000;
@@ -119,9 +127,9 @@ int main(int argc, char** argv) {
                      "Fit an MLP to y = sin(3x) + noise with Adam, save a safetensors "
                      "checkpoint and check that a reloaded model predicts the same.");
   parser.flag("seed", flags.seed, "random seed for data and initial weights")
-      .flag("steps", flags.steps, "Adam steps", cli::positive())
-      .flag("hidden", flags.hidden, "hidden units per layer", cli::positive())
-      .flag("samples", flags.samples, "training samples", cli::positive())
+      .flag("steps", flags.steps, "Adam steps", cli::size_at_most(kMaxSteps))
+      .flag("hidden", flags.hidden, "hidden units per layer", cli::size_at_most(kMaxHidden))
+      .flag("samples", flags.samples, "training samples", cli::size_at_most(kMaxSamples))
       .flag("lr", flags.lr, "learning rate", cli::positive())
       .flag("noise", flags.noise, "standard deviation of the noise", cli::non_negative())
       .flag("print-every", flags.print_every, "print the loss every this many steps",

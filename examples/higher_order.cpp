@@ -45,6 +45,12 @@ using namespace attograd;
 
 namespace {
 
+// The limits of the flags that count work: 1000 times the defaults and more,
+// so no real run meets them, and a mistyped 2000000000 is refused instead of
+// running for hours.
+constexpr int kMaxEpochs = 100000;
+constexpr int kMaxSteps = 100000;
+
 struct Flags {
   std::int64_t seed = 0;
   int epochs = 100;  // the seed's SGD schedule
@@ -544,12 +550,13 @@ int main(int argc, char** argv) {
       .flag("seed", flags.seed, "random seed for the data and the initial weights",
             cli::non_negative())
       .flag("epochs", flags.epochs, "SGD epochs on the Nadaraya-Watson width (the seed's 100)",
-            cli::positive())
+            cli::size_at_most(kMaxEpochs))
       .flag("lr", flags.lr, "SGD learning rate (the seed's 0.5)", cli::positive())
-      .flag("newton-steps", flags.newton_steps, "at most this many Newton steps", cli::positive())
+      .flag("newton-steps", flags.newton_steps, "at most this many Newton steps",
+            cli::size_at_most(kMaxSteps))
       .flag("penalty", flags.penalty, "weight lambda of the gradient penalty", cli::positive())
       .flag("penalty-steps", flags.penalty_steps, "Adam steps of each gradient-penalty training",
-            cli::positive())
+            cli::size_at_most(kMaxSteps))
       .flag("out", flags.out, "folder for the picture newton_vs_sgd.svg (created if missing)")
       .flag("dot", flags.dot,
             "write the graph of the gradient df/da of Rosenbrock's f to this file in Graphviz DOT "

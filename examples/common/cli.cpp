@@ -93,26 +93,32 @@ std::string_view type_placeholder(const Target& target) {
 }  // namespace
 
 Validator positive() {
-  return {[](double value) { return value > 0; }, "positive", ""};
+  return {[](double value) { return value > 0; }, "positive", "", ""};
 }
 
 Validator non_negative() {
-  return {[](double value) { return value >= 0; }, "non-negative", ""};
+  return {[](double value) { return value >= 0; }, "non-negative", "", ""};
 }
 
 Validator at_least(double minimum) {
-  return {[minimum](double value) { return value >= minimum; }, "", fmt::format(">= {}", minimum)};
+  return {[minimum](double value) { return value >= minimum; }, "", fmt::format(">= {}", minimum),
+          ""};
 }
 
 Validator in_range(double low, double high) {
   check(low <= high, "cli::in_range: low {} is above high {}", low, high);
   return {[low, high](double value) { return low <= value && value <= high; }, "",
-          fmt::format("in [{}, {}]", low, high)};
+          fmt::format("in [{}, {}]", low, high), ""};
 }
 
 Validator size_at_most(double maximum) {
   return {[maximum](double value) { return value >= 1 && value <= maximum; }, "positive",
-          fmt::format("at most {}", maximum)};
+          fmt::format("at most {}", maximum), fmt::format("in [1, {}]", maximum)};
+}
+
+Validator count_at_most(double maximum) {
+  return {[maximum](double value) { return value >= 0 && value <= maximum; }, "non-negative",
+          fmt::format("at most {}", maximum), fmt::format("in [0, {}]", maximum)};
 }
 
 Parser::Parser(std::string program, std::string description)
@@ -197,6 +203,8 @@ Parser& Parser::add_command(std::string name, std::string help) {
 
 const std::string& Parser::command() const { return chosen_command_; }
 
+const std::set<std::string>& Parser::given() const { return given_; }
+
 const Parser::Flag* Parser::find(const std::string& name) const {
   for (const Flag& flag : flags_) {
     if (flag.name == name) return &flag;
@@ -220,6 +228,7 @@ bool Parser::parse(int argc, const char* const* argv) {
 bool Parser::parse(const std::vector<std::string>& arguments) {
   check(parent_ == nullptr, "cli: parse the top-level parser, not the command '{}'", name_);
   chosen_command_.clear();
+  given_.clear();
   help_scope_ = this;
   const Parser* scope = this;  // the chosen command once it is known
   for (std::size_t i = 0; i < arguments.size(); ++i) {
@@ -235,6 +244,7 @@ bool Parser::parse(const std::vector<std::string>& arguments) {
       const Flag* flag = scope->find(name);
       if (!flag && scope != this) flag = find(name);
       if (!flag) throw UsageError(unknown_flag_message(name, *scope));
+      given_.insert(name);
       if (equals != std::string::npos) {
         assign(*flag, argument.substr(equals + 1));
       } else if (std::holds_alternative<bool*>(flag->target)) {
@@ -360,6 +370,10 @@ void Parser::assign(const Flag& flag, const std::string& value) const {
           const std::errc error = read_number(value, parsed);
           if (error == std::errc::result_out_of_range) {
             if constexpr (kIntegral) {
+              // A rule with a limit names it; a plain integer names the type's range.
+              if (!flag.rule.condition.empty()) {
+                throw UsageError(fmt::format("--{}: expected {}, got '{}'", name, expected, value));
+              }
               throw UsageError(fmt::format("--{}: expected {} between {} and {}, got '{}'", name,
                                            expected_phrase("integer", {}),
                                            std::numeric_limits<T>::min(),
@@ -411,8 +425,9 @@ std::string Parser::own_help() const {
         left += fmt::format(" {}", placeholder);
       }
       std::vector<std::string> notes;
-      const std::string& rule =
-          flag.rule.adjective.empty() ? flag.rule.condition : flag.rule.adjective;
+      const std::string& rule = !flag.rule.range.empty()      ? flag.rule.range
+                                : flag.rule.adjective.empty() ? flag.rule.condition
+                                                              : flag.rule.adjective;
       if (!rule.empty()) notes.push_back(fmt::format("must be {}", rule));
       if (!flag.default_text.empty())
         notes.push_back(fmt::format("default: {}", flag.default_text));

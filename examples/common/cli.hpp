@@ -41,6 +41,7 @@
 #include <iosfwd>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <variant>
 #include <vector>
@@ -57,20 +58,27 @@ class UsageError : public Error {
 
 // A condition on the value of a numeric flag. It reads as "a positive
 // integer" or "a number in [0, 1]" in error messages and as "must be
-// positive" in --help.
+// positive" or "must be in [1, 64]" in --help, so the limit a refusal names
+// is the one --help shows.
 struct Validator {
   std::function<bool(double value)> accepts;
   std::string adjective;  // goes before the noun: "positive"
   std::string condition;  // goes after the noun: "in [0, 1]", ">= 1"
+  std::string range;      // --help's account when the two above read badly: "in [1, 64]"
 };
 
 Validator positive();                         // value > 0
 Validator non_negative();                     // value >= 0
 Validator at_least(double minimum);           // value >= minimum
 Validator in_range(double low, double high);  // low <= value <= high
-// A size that allocates memory: 1 <= value <= maximum, where the maximum is
-// what one machine can hold ("a positive integer at most 4096").
+// A size that allocates memory or a count that sizes work or output:
+// 1 <= value <= maximum, where the maximum bounds what one run can ask of a
+// machine ("a positive integer at most 4096"; --help: "must be in [1, 4096]").
 Validator size_at_most(double maximum);
+// The same from 0: 0 <= value <= maximum, for counts where 0 means none or
+// a default ("a non-negative integer at most 100000"; --help: "must be in
+// [0, 100000]").
+Validator count_at_most(double maximum);
 
 // Declares flags and commands, parses a command line into the bound
 // variables, and writes the --help text. The bound variables must outlive
@@ -102,6 +110,10 @@ class Parser {
   Parser& add_command(std::string name, std::string help);
   // The command chosen by the last parse ("" when there are no commands).
   const std::string& command() const;
+  // The names (without dashes) of the flags the last parse set from the
+  // command line, as opposed to those left at their defaults: what a
+  // `--resume` checks against the checkpoint's settings.
+  const std::set<std::string>& given() const;
 
   // Parses argv[1..argc) into the bound variables. Returns false when
   // --help or -h was given: nothing more is parsed and help() holds the text
@@ -148,6 +160,7 @@ class Parser {
   std::vector<Flag> flags_;
   std::vector<std::pair<std::string, Command>> commands_;
   std::string chosen_command_;
+  std::set<std::string> given_;
   const Parser* help_scope_ = nullptr;
 };
 

@@ -4,11 +4,14 @@
 
 #include <fmt/format.h>
 
-#include <exception>
-#include <stdexcept>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
 
 #include "examples/translate/checkpoint_sizes.hpp"
 #include "examples/translate/size_limits.hpp"
+#include "nn/safetensors_messages.hpp"
 #include "tensor/error.hpp"
 
 namespace attograd::translate_batched {
@@ -26,28 +29,78 @@ const std::string& metadata_field(const nn::Metadata& metadata, const std::strin
   return found->second;
 }
 
+namespace {
+
+constexpr const char* kEdited = "the file was edited or damaged: retrain, or restore the file";
+
+// Metadata text as a message quotes it: escaped and cut short.
+std::string metadata_text(const std::string& text) { return nn::printable(text, 60); }
+
+}  // namespace
+
 int64_t metadata_integer(const nn::Metadata& metadata, const std::string& path,
-                         const std::string& key) {
+                         const std::string& key, int64_t low, int64_t high) {
   const std::string& text = metadata_field(metadata, path, key);
-  try {
-    size_t used = 0;
-    const int64_t value = std::stoll(text, &used);
-    if (used == text.size()) return value;
-  } catch (const std::exception&) {
-  }
-  fail("{}: the checkpoint's '{}' is '{}', not an integer", path, key, text);
+  int64_t value = 0;
+  const char* end = text.data() + text.size();
+  const auto [stop, error] = std::from_chars(text.data(), end, value);
+  check(error != std::errc::invalid_argument && stop == end,
+        "'{}': the checkpoint's {} is '{}', not an integer; {}", nn::printable(path, 300), key,
+        metadata_text(text), kEdited);
+  check(error == std::errc(), "'{}': the checkpoint's {} is {}, beyond the 64-bit integers; {}",
+        nn::printable(path, 300), key, metadata_text(text), kEdited);
+  const bool unbounded = high == std::numeric_limits<int64_t>::max();
+  check(low <= value && value <= high, "'{}': the checkpoint's {} is {}, {}; {}",
+        nn::printable(path, 300), key, metadata_text(text),
+        unbounded ? fmt::format("less than {}", low) : fmt::format("outside [{}, {}]", low, high),
+        kEdited);
+  return value;
 }
 
 double metadata_number(const nn::Metadata& metadata, const std::string& path,
                        const std::string& key) {
   const std::string& text = metadata_field(metadata, path, key);
+  double value = 0;
+  const char* end = text.data() + text.size();
+  const auto [stop, error] = std::from_chars(text.data(), end, value);
+  check(error != std::errc::invalid_argument && stop == end,
+        "'{}': the checkpoint's {} is '{}', not a number; {}", nn::printable(path, 300), key,
+        metadata_text(text), kEdited);
+  // from_chars reports both ends of the range alike; strtod tells them apart
+  // (a value that underflows comes back as 0 or a subnormal, one that overflows as ±inf).
+  check(error == std::errc(), "'{}': the checkpoint's {} is {}, a number {} for a double; {}",
+        nn::printable(path, 300), key, metadata_text(text),
+        std::isinf(std::strtod(text.c_str(), nullptr)) ? "too large" : "too close to 0", kEdited);
+  return value;
+}
+
+text::Vocabulary vocabulary_field(const nn::Metadata& metadata, const std::string& path,
+                                  const std::string& key, const char* recipe) {
+  text::Vocabulary vocabulary = text::make_batched_vocabulary({});
   try {
-    size_t used = 0;
-    const double value = std::stod(text, &used);
-    if (used == text.size()) return value;
-  } catch (const std::exception&) {
+    vocabulary = text::Vocabulary::deserialize(metadata_field(metadata, path, key));
+  } catch (const Error& error) {
+    // A missing entry's message stands; a damaged one is named.
+    if (!metadata.contains(key)) throw;
+    fail("'{}': the checkpoint's {} is damaged ({}); {}", nn::printable(path, 300), key,
+         error.what(), kEdited);
   }
-  fail("{}: the checkpoint's {} '{}' is not a number", path, key, text);
+  translate_checkpoint::require_layout(path, key.c_str(), vocabulary, text::kBatchedLayout, recipe);
+  return vocabulary;
+}
+
+void read_data_fields(const nn::Metadata& metadata, const std::string& path, std::string& data,
+                      std::string& direction, int64_t& num_examples) {
+  data = metadata_field(metadata, path, "data");
+  check(!data.empty(), "'{}': the checkpoint's data is empty, not a path; {}",
+        nn::printable(path, 300), kEdited);
+  direction = metadata_field(metadata, path, "direction");
+  check(direction == "eng-fra" || direction == "fra-eng",
+        "'{}': the checkpoint's direction is '{}', not one of eng-fra|fra-eng; {}",
+        nn::printable(path, 300), metadata_text(direction), kEdited);
+  // The pairs training used: at least one (eval scores these by default).
+  num_examples =
+      metadata_integer(metadata, path, "num_examples", 1, std::numeric_limits<int64_t>::max());
 }
 
 nn::Metadata to_metadata(const CheckpointInfo& info, const BatchedTrainFlags& flags,
@@ -73,17 +126,10 @@ nn::Metadata to_metadata(const CheckpointInfo& info, const BatchedTrainFlags& fl
 CheckpointInfo read_checkpoint_info(const std::string& path) {
   const translate_checkpoint::CheckpointSizes sizes(path);  // the header only, no values yet
   const nn::Metadata& metadata = sizes.metadata();
-  const auto recipe = metadata.find("recipe");
-  check(recipe != metadata.end() && recipe->second == kRecipe,
-        "{}: not a checkpoint of the batched recipe (recipe '{}'); use the command with "
-        "--recipe {} for it",
-        path, recipe == metadata.end() ? "" : recipe->second,
-        recipe == metadata.end() ? "tutorial" : recipe->second);
+  translate_checkpoint::require_recipe(path, metadata, kRecipe);
   CheckpointInfo info;
-  info.source_vocabulary =
-      text::Vocabulary::deserialize(metadata_field(metadata, path, "source_vocabulary"));
-  info.target_vocabulary =
-      text::Vocabulary::deserialize(metadata_field(metadata, path, "target_vocabulary"));
+  info.source_vocabulary = vocabulary_field(metadata, path, "source_vocabulary", kRecipe);
+  info.target_vocabulary = vocabulary_field(metadata, path, "target_vocabulary", kRecipe);
   // Every size that builds the model, against the weights it sizes.
   const double dropout = metadata_number(metadata, path, "dropout");
   sizes.require("source vocabulary size", info.source_vocabulary.size(), "encoder.embedding.weight",
@@ -104,9 +150,7 @@ CheckpointInfo read_checkpoint_info(const std::string& path) {
                    .dropout(dropout);
   info.num_steps = metadata_integer(metadata, path, "num_steps");
   check_checkpoint_size(path, "num_steps", info.num_steps, 2, kMaxSteps);
-  info.data = metadata_field(metadata, path, "data");
-  info.direction = metadata_field(metadata, path, "direction");
-  info.num_examples = metadata_integer(metadata, path, "num_examples");
+  read_data_fields(metadata, path, info.data, info.direction, info.num_examples);
   return info;
 }
 

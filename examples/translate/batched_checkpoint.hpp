@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 
@@ -35,10 +36,20 @@ struct CheckpointInfo {
 // or a number; throws naming the file and the key when it is missing or bad.
 const std::string& metadata_field(const nn::Metadata& metadata, const std::string& path,
                                   const std::string& key);
+// An integer must lie in [low, high] (by default: a size, at least 1).
 int64_t metadata_integer(const nn::Metadata& metadata, const std::string& path,
-                         const std::string& key);
+                         const std::string& key, int64_t low = 1,
+                         int64_t high = std::numeric_limits<int64_t>::max());
 double metadata_number(const nn::Metadata& metadata, const std::string& path,
                        const std::string& key);
+// A vocabulary entry, holding the special tokens of the batched layout
+// (<pad> <bos> <eos> <unk>), which both recipes on d2l's data use.
+text::Vocabulary vocabulary_field(const nn::Metadata& metadata, const std::string& path,
+                                  const std::string& key, const char* recipe);
+// The data a checkpoint was trained on: a non-empty path, eng-fra or
+// fra-eng, and at least one pair.
+void read_data_fields(const nn::Metadata& metadata, const std::string& path, std::string& data,
+                      std::string& direction, int64_t& num_examples);
 
 // `info` and the run's settings and result as checkpoint metadata.
 nn::Metadata to_metadata(const CheckpointInfo& info, const BatchedTrainFlags& flags,

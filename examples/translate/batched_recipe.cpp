@@ -138,7 +138,9 @@ void declare_batched_eval_flags(cli::Parser& parser, BatchedEvalFlags& flags) {
       .flag("num-examples", flags.num_examples,
             "pairs to score after the offset (-1: as many as training used; 0: all)",
             cli::at_least(-1))
-      .flag("examples", flags.examples, "translations to print", cli::non_negative())
+      .flag("examples", flags.examples,
+            "translations to print, spread over the scored pairs (at most one per pair)",
+            cli::count_at_most(kMaxExamples))
       .flag("json", flags.json, "print one JSON summary line on stdout");
   translate_beam::declare_beam_flags(parser, flags.beam);
 }

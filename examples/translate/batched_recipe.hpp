@@ -125,14 +125,14 @@ void declare_training_flags(cli::Parser& parser, TrainFlags& flags,
             "the rate per epoch (PyTorch's schedulers): constant, step:S:G (times G every S "
             "epochs), cosine (to 0 over --epochs), warmup:N (linear from lr/N over N epochs), "
             "warmup-cosine:N (then cosine)")
-      .flag("epochs", flags.epochs, "passes over the pairs", cli::positive())
+      .flag("epochs", flags.epochs, "passes over the pairs", cli::size_at_most(kMaxEpochs))
       .flag("clip", flags.clip, "clip the gradients to this global norm", cli::positive())
       .flag("seed", flags.seed, "seed of the weights, dropout masks and batch order",
             cli::non_negative())
       .flag("threads", flags.threads,
             "threads for the replicas and for large matrix products (0: one per replica); "
             "results do not depend on it",
-            cli::non_negative())
+            cli::count_at_most(kMaxThreads))
       .flag("replicas", flags.replicas,
             "copies of the model that share each mini-batch, each on its own thread: faster on "
             "two cores or more; the training then depends on this count (dropout masks, the "

@@ -6,6 +6,7 @@
 
 #include <ostream>
 
+#include "examples/translate/size_limits.hpp"
 #include "models/text/normalize.hpp"
 
 namespace attograd::translate_beam {
@@ -14,7 +15,7 @@ void declare_beam_flags(cli::Parser& parser, BeamFlags& flags) {
   parser
       .flag("beam", flags.beam,
             "beam size K: keep the K best partial translations per step (1: greedy decoding)",
-            cli::positive())
+            cli::size_at_most(kMaxBeam))
       .flag("length-penalty", flags.length_penalty,
             "alpha of the beam's length penalty: finished translations are ranked by "
             "(1/L^alpha) * sum log p over their L words, EOS included",

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <optional>
 #include <utility>
 
 #include "nn/safetensors_messages.hpp"
@@ -16,6 +17,37 @@ namespace {
 constexpr const char* kRemedy = "the file was edited or damaged: retrain, or restore the file";
 
 }  // namespace
+
+std::string recipe_of(const nn::Metadata& metadata) {
+  if (metadata.contains("seq2seq.format")) return "tutorial";
+  const auto recipe = metadata.find("recipe");
+  return recipe == metadata.end() ? "" : recipe->second;
+}
+
+void require_recipe(const std::string& path, const nn::Metadata& metadata,
+                    const std::string& recipe) {
+  const std::string found = recipe_of(metadata);
+  if (found == recipe) return;
+  const std::string file = nn::printable(path, 300);
+  check(!found.empty(),
+        "'{}' is not a translation checkpoint (it has neither a 'seq2seq.format' nor a 'recipe' "
+        "entry in its metadata); make one with `translate train`",
+        file);
+  check(found == "tutorial" || found == "batched" || found == "transformer",
+        "'{}': the checkpoint's 'recipe' entry is '{}', not one of tutorial|batched|transformer; "
+        "{}",
+        file, nn::printable(found, 80), kRemedy);
+  fail("'{}' is a checkpoint of the {} recipe, not the {} one; use it with --recipe {}{}", file,
+       found, recipe, found, found == "tutorial" ? " (the default: leave --recipe out)" : "");
+}
+
+void require_layout(const std::string& path, const char* key, const text::Vocabulary& vocabulary,
+                    text::SpecialLayout layout, const char* recipe) {
+  if (const std::optional<std::string> difference = text::layout_difference(vocabulary, layout)) {
+    fail("'{}': the checkpoint's {} does not hold the {} recipe's special tokens: {}; {}",
+         nn::printable(path, 300), key, recipe, *difference, kRemedy);
+  }
+}
 
 CheckpointSizes::CheckpointSizes(std::string path)
     : path_(std::move(path)), header_(nn::read_safetensors_header(path_)) {

@@ -25,9 +25,28 @@
 #include <string>
 #include <unordered_map>
 
+#include "models/text/vocabulary.hpp"
 #include "nn/safetensors.hpp"
 
 namespace attograd::translate_checkpoint {
+
+// The recipe that wrote a checkpoint, from its metadata: "tutorial" (a
+// seq2seq.format entry), the batched and Transformer recipes' "recipe"
+// entry, or "" for a file no recipe wrote.
+std::string recipe_of(const nn::Metadata& metadata);
+
+// Throws unless the checkpoint at `path` was written by `recipe`; the
+// message names the recipe that did write it and the --recipe to use:
+//
+//   error: 'run/checkpoint.safetensors' is a checkpoint of the batched recipe, not the
+//   tutorial one; use it with --recipe batched (translate eval --recipe batched --checkpoint …)
+void require_recipe(const std::string& path, const nn::Metadata& metadata,
+                    const std::string& recipe);
+
+// Throws unless `vocabulary` (the checkpoint's metadata entry `key`) holds
+// exactly the special tokens of `layout`, the ones the recipe uses.
+void require_layout(const std::string& path, const char* key, const text::Vocabulary& vocabulary,
+                    text::SpecialLayout layout, const char* recipe);
 
 class CheckpointSizes {
  public:

@@ -120,7 +120,10 @@ int main(int argc, char** argv) {
       }
       return translate_batched::run_batched_eval(batched_eval);
     }
-    if (parser.command() == "train") return translate_tutorial::run_train(train);
+    if (parser.command() == "train") {
+      train.given = parser.given();
+      return translate_tutorial::run_train(train);
+    }
     if (parser.command() == "translate") return translate_tutorial::run_translate(translate);
     return translate_tutorial::run_eval(eval);
   });

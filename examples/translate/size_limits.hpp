@@ -23,6 +23,28 @@ inline constexpr int64_t kMaxBatch = 4096;          // --batch
 inline constexpr int64_t kMaxReplicas = 64;         // --replicas
 inline constexpr int64_t kMaxSteps = 512;           // --num-steps, --max-length, and checkpoints'
 
+// The counts that size work or output rather than one allocation. Each is
+// far above any real use and bounds what a mistyped or hostile value costs;
+// --help names every limit and a refusal names the flag and the limit.
+//
+// --beam: K hypotheses per sentence, each scoring every target word per step
+// and keeping its attention rows. `--beam 1000000000` took 2–3 GB in 15 s and
+// the tutorial's --beam 4096 on two sentences ran past 30 s. The usual beam
+// is 4–10; at 64 the default tutorial model (H = 256, 2,800 English words)
+// takes about a tenth of a second and 1 MB more per sentence than greedy.
+inline constexpr int64_t kMaxBeam = 64;
+// --examples: translations printed. eval draws them without replacement, so
+// it never prints more than the pairs it scored, whatever the flag says.
+inline constexpr int64_t kMaxExamples = 100000;
+// --iters (tutorial): 133 times the tutorial's 75,000, a few days at the
+// tutorial's speed; the loss curve keeps one value per --plot-every.
+inline constexpr int64_t kMaxIterations = 10000000;
+// --epochs (batched, Transformer): 400 times d2l's 250.
+inline constexpr int64_t kMaxEpochs = 100000;
+// --threads: a thread per core is all that helps, and machines have far
+// fewer than this; parallel::set_num_threads accepts up to 1024.
+inline constexpr int64_t kMaxThreads = 256;
+
 // Refuses a size read from checkpoint `path` (metadata key `key`) outside
 // [low, high]: for the sizes no weight shape shows (num_steps, max_length);
 // the others are checked against the weights (checkpoint_sizes.hpp).

@@ -67,20 +67,15 @@ nn::Metadata to_metadata(const TransformerCheckpoint& info, const TransformerTra
 TransformerCheckpoint read_checkpoint(const std::string& path) {
   const translate_checkpoint::CheckpointSizes sizes(path);  // the header only, no values yet
   const nn::Metadata& metadata = sizes.metadata();
-  const auto recipe = metadata.find("recipe");
-  check(recipe != metadata.end() && recipe->second == kTransformerRecipe,
-        "{}: not a checkpoint of the transformer recipe (recipe '{}'); use the command with "
-        "--recipe {} for it",
-        path, recipe == metadata.end() ? "" : recipe->second,
-        recipe == metadata.end() ? "tutorial" : recipe->second);
+  translate_checkpoint::require_recipe(path, metadata, kTransformerRecipe);
   TransformerCheckpoint info{
       TransformerOptions(1, 1),
       {kTransformerRecipe,
-       text::Vocabulary::deserialize(metadata_field(metadata, path, "source_vocabulary")),
-       text::Vocabulary::deserialize(metadata_field(metadata, path, "target_vocabulary")),
-       metadata_integer(metadata, path, "num_steps"), metadata_field(metadata, path, "data"),
-       metadata_field(metadata, path, "direction"),
-       metadata_integer(metadata, path, "num_examples")}};
+       vocabulary_field(metadata, path, "source_vocabulary", kTransformerRecipe),
+       vocabulary_field(metadata, path, "target_vocabulary", kTransformerRecipe),
+       metadata_integer(metadata, path, "num_steps"), "", "", 0}};
+  read_data_fields(metadata, path, info.trained.data, info.trained.direction,
+                   info.trained.num_examples);
   check_checkpoint_size(path, "num_steps", info.trained.num_steps, 2, kMaxSteps);
   // Every size that builds the model, against the weights it sizes.
   const int64_t hiddens = metadata_integer(metadata, path, "num_hiddens");

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -41,7 +42,8 @@ void declare_train_flags(cli::Parser& parser, TrainFlags& flags) {
             cli::positive())
       .flag("teacher-forcing", flags.teacher_forcing,
             "probability of teacher forcing for a pair (else greedy feeding)", cli::in_range(0, 1))
-      .flag("iters", flags.iters, "training iterations, one random pair each", cli::positive())
+      .flag("iters", flags.iters, "training iterations, one random pair each",
+            cli::size_at_most(kMaxIterations))
       .flag("seed", flags.seed, "seed of the initial weights, the pairs, the coins and dropout",
             cli::non_negative())
       .flag("split-seed", flags.split_seed, "seed of the train/validation split",
@@ -56,13 +58,19 @@ void declare_train_flags(cli::Parser& parser, TrainFlags& flags) {
             "iterations between checkpoints (0: only at the end and on Ctrl-C)",
             cli::non_negative())
       .flag("out", flags.out, "folder for the checkpoint and the pictures (created if missing)")
-      .flag("resume", flags.resume, "continue from this checkpoint (same data flags)")
-      .flag("examples", flags.examples, "translations printed at the end", cli::non_negative())
+      .flag("resume", flags.resume,
+            "continue from this checkpoint, with its model, rates, seed and data split (a flag "
+            "that disagrees with it is an error); --iters is the new total")
+      .flag("examples", flags.examples,
+            "translations printed at the end, of training and of held-out pairs (each drawn "
+            "without replacement, so at most the split's size)",
+            cli::count_at_most(kMaxExamples))
       .flag("json", flags.json, "print one JSON summary line on stdout (the report goes to stderr)")
       .flag("dense-embeddings", flags.dense_embeddings,
             "update the embeddings densely (slower; the same numbers)")
       .flag("threads", flags.threads,
-            "threads for the large matrix products (results do not depend on it)", cli::positive());
+            "threads for the large matrix products (results do not depend on it)",
+            cli::size_at_most(kMaxThreads));
   cli::declare_inspect_flags(parser, flags.inspect);
 }
 
@@ -76,7 +84,10 @@ void declare_translate_flags(cli::Parser& parser, TranslateFlags& flags) {
 void declare_eval_flags(cli::Parser& parser, EvalFlags& flags) {
   parser.flag("checkpoint", flags.checkpoint, "checkpoint written by train")
       .flag("data", flags.data, "pairs to score (default: the checkpoint's validation split)")
-      .flag("examples", flags.examples, "random examples to print", cli::non_negative())
+      .flag("examples", flags.examples,
+            "examples to print, drawn by --seed without replacement (at most one per source "
+            "sentence)",
+            cli::count_at_most(kMaxExamples))
       .flag("seed", flags.seed, "seed for picking the examples", cli::non_negative())
       .flag("json", flags.json, "print one JSON summary line on stdout");
   translate_beam::declare_beam_flags(parser, flags.beam);
@@ -85,9 +96,10 @@ void declare_eval_flags(cli::Parser& parser, EvalFlags& flags) {
 // ---------------------------------------------------------------- shared
 
 CheckpointInfo read_checked_checkpoint_info(const std::string& path) {
+  const translate_checkpoint::CheckpointSizes sizes(path);  // the header only, no values yet
+  translate_checkpoint::require_recipe(path, sizes.metadata(), "tutorial");
   CheckpointInfo info = read_checkpoint_info(path);
   // Every size that builds the model, against the weights it sizes.
-  const translate_checkpoint::CheckpointSizes sizes(path);
   const Seq2SeqOptions& model = info.model;
   sizes.require("source_vocabulary", model.source_vocabulary(), "encoder.embedding.weight", 0);
   sizes.require("target_vocabulary", model.target_vocabulary(), "decoder.embedding.weight", 0);
@@ -98,6 +110,15 @@ CheckpointInfo read_checked_checkpoint_info(const std::string& path) {
   check_checkpoint_size(path, "max_length", model.max_length(), 2, kMaxSteps);
   sizes.require_dropout(model.dropout());
   return info;
+}
+
+std::vector<size_t> draw_without_replacement(size_t population, int64_t count, Generator& random) {
+  const size_t drawn = std::min(population, static_cast<size_t>(std::max<int64_t>(count, 0)));
+  std::vector<size_t> order(population);
+  for (size_t i = 0; i < population; ++i) order[i] = i;
+  for (size_t i = 0; i < drawn; ++i) std::swap(order[i], order[i + random.below(population - i)]);
+  order.resize(drawn);
+  return order;
 }
 
 void print_skipped(std::ostream& out, const text::ReadReport& report, size_t limit) {
@@ -238,9 +259,9 @@ int run_eval(const EvalFlags& flags) {
                      info.model.max_length() - 1);
   out << "decoding: " << translate_beam::describe(flags.beam) << "\n\n";
   Generator random(static_cast<uint64_t>(flags.seed));
-  for (int64_t i = 0; i < flags.examples && !evaluation.pairs.empty(); ++i) {
-    const translation::EvaluatedPair& example =
-        evaluation.pairs[random.below(evaluation.pairs.size())];
+  for (const size_t index :
+       draw_without_replacement(evaluation.pairs.size(), flags.examples, random)) {
+    const translation::EvaluatedPair& example = evaluation.pairs[index];
     out << "> " << example.source << "\n";
     for (const std::string& reference : example.references) out << "= " << reference << "\n";
     out << "< " << example.output << "\n";

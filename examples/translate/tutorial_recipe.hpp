@@ -15,7 +15,9 @@
 #include <cstdint>
 #include <filesystem>
 #include <iosfwd>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "examples/common/cli.hpp"
 #include "examples/common/inspect_tools.hpp"
@@ -50,6 +52,10 @@ struct TrainFlags {
   bool dense_embeddings = false;
   int threads = 1;
   cli::InspectFlags inspect;  // --dot, --detect-anomaly, --profile
+  // The flags named on the command line (cli::Parser::given()): with
+  // --resume, one that disagrees with the checkpoint is an error, and the
+  // data flags left out take the checkpoint's values.
+  std::set<std::string> given;
 };
 
 struct TranslateFlags {
@@ -91,6 +97,12 @@ int run_eval(const EvalFlags& flags);
 // read_checkpoint_info, then the sizes its metadata states checked against
 // the limits of size_limits.hpp, before any model of those sizes is built.
 seq2seq::CheckpointInfo read_checked_checkpoint_info(const std::string& path);
+
+// `count` distinct indices of [0, population) in the order drawn by `random`
+// (a partial Fisher–Yates shuffle): the examples eval and train print, so a
+// count above the population prints each pair once, and a seed always
+// draws the same ones.
+std::vector<size_t> draw_without_replacement(size_t population, int64_t count, Generator& random);
 
 // Prints the lines the reader skipped, with file:line, at most `limit` of them.
 void print_skipped(std::ostream& out, const text::ReadReport& report, size_t limit = 10);

@@ -66,16 +66,52 @@ class InterruptHandler {
 
 // ---------------------------------------------------------------- data and settings
 
-// How the corpus is read and split. A resumed run keeps the checkpoint's
-// sentence length, so its vocabularies come out the same.
+// How the corpus is read and split. A resumed run reads the checkpoint's
+// data the checkpoint's way, so its vocabularies and split come out the
+// same; only --data may name another path (a moved file: the vocabularies
+// are compared with the checkpoint's).
 CorpusOptions corpus_options(const TrainFlags& flags,
                              const std::optional<CheckpointInfo>& resumed) {
+  if (resumed) {
+    CorpusOptions data = resumed->data;
+    if (flags.given.contains("data")) data.path(flags.data);
+    return data;
+  }
   return CorpusOptions()
       .path(flags.data)
       .reverse(flags.reverse)
-      .max_length(resumed ? resumed->model.max_length() : 10)
+      .max_length(10)
       .validation_fraction(flags.validation)
       .split_seed(static_cast<uint64_t>(flags.split_seed));
+}
+
+// With --resume, the model, the rates, the seed and the data split are the
+// checkpoint's: a flag given for one of them that disagrees is an error
+// naming the flag and the checkpoint's value, not a silent no-op.
+void check_resume_flags(const TrainFlags& flags, const CheckpointInfo& resumed) {
+  const auto conflict = [&](const char* flag, const auto& given, const auto& saved) {
+    if (!flags.given.contains(flag) || given == saved) return;
+    throw cli::UsageError(fmt::format(
+        "--{} {} conflicts with the checkpoint being resumed, {}, which was trained with --{} "
+        "{}; leave --{} out to continue it (a resumed run keeps the checkpoint's model, rates, "
+        "seed and data split), or train a new model without --resume",
+        flag, given, flags.resume, flag, saved, flag));
+  };
+  const Seq2SeqOptions& model = resumed.model;
+  const TrainingOptions& training = resumed.training;
+  const CorpusOptions& data = resumed.data;
+  conflict("hidden", flags.hidden, model.hidden_size());
+  conflict("decoder", flags.decoder, std::string(to_string(model.decoder())));
+  conflict("dropout", flags.dropout, model.dropout());
+  conflict("lr", flags.lr, training.learning_rate());
+  conflict("teacher-forcing", flags.teacher_forcing, training.teacher_forcing());
+  conflict("seed", static_cast<uint64_t>(flags.seed), training.seed());
+  conflict("print-every", flags.print_every, training.print_every());
+  conflict("plot-every", flags.plot_every, training.plot_every());
+  conflict("dense-embeddings", flags.dense_embeddings, !training.sparse_embeddings());
+  conflict("reverse", flags.reverse, data.reverse());
+  conflict("validation", flags.validation, data.validation_fraction());
+  conflict("split-seed", static_cast<uint64_t>(flags.split_seed), data.split_seed());
 }
 
 void print_corpus_summary(std::ostream& out, const Corpus& corpus) {
@@ -278,12 +314,12 @@ void print_loss_table(std::ostream& out, const TrainingProgress& progress, int64
 }
 
 // Prints `count` pairs picked at random from `pairs` as the tutorial's
-// evaluateRandomly does: > source, = reference, < output.
+// evaluateRandomly does (> source, = reference, < output), each pair at most once.
 void print_examples(std::ostream& out, Seq2Seq& model, const Corpus& corpus,
                     const std::vector<text::SentencePair>& pairs, int64_t count,
                     Generator& random) {
-  for (int64_t i = 0; i < count && !pairs.empty(); ++i) {
-    const text::SentencePair& pair = pairs[random.below(pairs.size())];
+  for (const size_t index : draw_without_replacement(pairs.size(), count, random)) {
+    const text::SentencePair& pair = pairs[index];
     const SentenceTranslation translation =
         translate_sentence(model, corpus.source_vocabulary, corpus.target_vocabulary, pair.source);
     out << "> " << pair.source << "\n= " << pair.target << "\n< "
@@ -340,7 +376,10 @@ int run_train(const TrainFlags& flags) {
 
   // Read and check: the checkpoint to resume, the data, the settings.
   std::optional<CheckpointInfo> resumed;
-  if (!flags.resume.empty()) resumed = read_checked_checkpoint_info(flags.resume);
+  if (!flags.resume.empty()) {
+    resumed = read_checked_checkpoint_info(flags.resume);
+    check_resume_flags(flags, *resumed);
+  }
   const CorpusOptions data = corpus_options(flags, resumed);
   const Corpus corpus = load_corpus(data);
   print_skipped(std::cerr, corpus.report);

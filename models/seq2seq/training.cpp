@@ -2,7 +2,9 @@
 #include "models/seq2seq/training.hpp"
 
 #include <chrono>
+#include <limits>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "autograd/engine.hpp"
 #include "nn/checkpoint.hpp"
@@ -165,21 +167,117 @@ nlohmann::json progress_json(const TrainingProgress& progress) {
           {"train_seconds", progress.train_seconds}};
 }
 
-// The metadata entry `key` parsed as JSON, or a message naming the file.
-nlohmann::json entry(const std::filesystem::path& path, const nn::Metadata& metadata,
-                     const std::string& key) {
-  const auto found = metadata.find(key);
-  check(found != metadata.end(),
-        "{}: the checkpoint has no '{}' entry; was it written by "
-        "`translate train`?",
-        path.string(), key);
-  const nlohmann::json parsed = nlohmann::json::parse(found->second, nullptr, false);
-  check(!parsed.is_discarded() && parsed.is_object(),
-        "{}: the checkpoint's '{}' entry is not a "
-        "JSON object",
-        path.string(), key);
-  return parsed;
+constexpr const char* kEdited = "the file was edited or damaged: retrain, or restore the file";
+
+// A JSON value as a message shows it: its JSON text, cut after 60 bytes.
+std::string shown(const nlohmann::json& value) {
+  std::string text = value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  if (text.size() > 60) text = text.substr(0, 60) + "…";
+  return text;
 }
+
+// One JSON-object entry of a checkpoint's metadata ("seq2seq.model"), read a
+// field at a time, each checked for type, sign, range and integrality: a
+// refusal names the file, the field ("seq2seq.model.hidden_size"), the value
+// and the remedy, on one line.
+class MetadataEntry {
+ public:
+  MetadataEntry(const std::filesystem::path& path, const nn::Metadata& metadata, std::string key)
+      : path_(path.string()), key_(std::move(key)) {
+    const auto found = metadata.find(key_);
+    check(found != metadata.end(),
+          "{}: the checkpoint has no '{}' entry; was it written by `translate train`?", path_,
+          key_);
+    object_ = nlohmann::json::parse(found->second, nullptr, false);
+    check(!object_.is_discarded() && object_.is_object(),
+          "{}: the checkpoint's '{}' entry is not a JSON object; {}", path_, key_, kEdited);
+  }
+
+  // An integer in [low, high] (JSON 8.5 or "8" is refused, not rounded or parsed).
+  int64_t integer(const char* field, int64_t low, int64_t high) const {
+    const nlohmann::json& value = at(field);
+    // nlohmann reads every integer >= 0 as unsigned, and one past int64 only so.
+    const bool in_range =
+        value.is_number_integer() &&
+        (value.is_number_unsigned()
+             ? value.get<uint64_t>() <= static_cast<uint64_t>(high) && low <= value.get<int64_t>()
+             : low <= value.get<int64_t>() && value.get<int64_t>() <= high);
+    if (!in_range) {
+      refuse(field, value,
+             high == std::numeric_limits<int64_t>::max()
+                 ? fmt::format("not an integer >= {}", low)
+                 : fmt::format("not an integer in [{}, {}]", low, high));
+    }
+    return value.get<int64_t>();
+  }
+  // A seed: any integer in [0, 2^64 − 1].
+  uint64_t seed(const char* field) const {
+    const nlohmann::json& value = at(field);
+    const bool seed =
+        value.is_number_unsigned() || (value.is_number_integer() && value.get<int64_t>() >= 0);
+    if (!seed) refuse(field, value, "not a non-negative integer (a seed)");
+    return value.get<uint64_t>();
+  }
+  // A number in [low, high], or [low, high) when `high_open`.
+  double number(const char* field, double low, double high, bool high_open = false) const {
+    const nlohmann::json& value = at(field);
+    if (!value.is_number()) refuse(field, value, "not a number");
+    const double number = value.get<double>();
+    if (!(low <= number && (high_open ? number < high : number <= high))) {
+      refuse(field, value, fmt::format("outside [{}, {}{}", low, high, high_open ? ")" : "]"));
+    }
+    return number;
+  }
+  // A finite number > 0.
+  double positive(const char* field) const {
+    const nlohmann::json& value = at(field);
+    if (!value.is_number() || !(value.get<double>() > 0)) {
+      refuse(field, value, "not a positive number");
+    }
+    return value.get<double>();
+  }
+  std::vector<double> numbers(const char* field) const {
+    const nlohmann::json& value = at(field);
+    if (!value.is_array()) refuse(field, value, "not a list of numbers");
+    std::vector<double> numbers;
+    numbers.reserve(value.size());
+    for (const nlohmann::json& item : value) {
+      if (!item.is_number()) refuse(field, value, "not a list of numbers");
+      numbers.push_back(item.get<double>());
+    }
+    return numbers;
+  }
+  bool boolean(const char* field) const {
+    const nlohmann::json& value = at(field);
+    if (!value.is_boolean()) refuse(field, value, "not true or false");
+    return value.get<bool>();
+  }
+  std::string text(const char* field) const {
+    const nlohmann::json& value = at(field);
+    if (!value.is_string() || value.get_ref<const std::string&>().empty()) {
+      refuse(field, value, "not a non-empty string");
+    }
+    return value.get<std::string>();
+  }
+  bool has(const char* field) const { return object_.contains(field); }
+
+ private:
+  const nlohmann::json& at(const char* field) const {
+    const auto found = object_.find(field);
+    check(found != object_.end(), "{}: the checkpoint's '{}' entry has no '{}'; {}", path_, key_,
+          field, kEdited);
+    return *found;
+  }
+  [[noreturn]] void refuse(const char* field, const nlohmann::json& value,
+                           const std::string& what) const {
+    fail("{}: the checkpoint's {}.{} is {}, {}; {}", path_, key_, field, shown(value), what,
+         kEdited);
+  }
+
+  std::string path_;
+  std::string key_;
+  nlohmann::json object_;
+};
 
 const std::string& text_entry(const std::filesystem::path& path, const nn::Metadata& metadata,
                               const std::string& key) {
@@ -189,6 +287,26 @@ const std::string& text_entry(const std::filesystem::path& path, const nn::Metad
         "`translate train`?",
         path.string(), key);
   return found->second;
+}
+
+// A vocabulary entry, parsed and checked to hold the tutorial's special
+// tokens (SOS, EOS, <unk> at ids 0, 1, 2): the model takes their ids from the
+// layout, not from the file.
+text::Vocabulary vocabulary_entry(const std::filesystem::path& path, const nn::Metadata& metadata,
+                                  const std::string& key) {
+  text::Vocabulary vocabulary = text::make_tutorial_vocabulary();
+  try {
+    vocabulary = text::Vocabulary::deserialize(text_entry(path, metadata, key));
+  } catch (const Error& error) {
+    fail("{}: the checkpoint's '{}' entry is damaged ({}); {}", path.string(), key, error.what(),
+         kEdited);
+  }
+  if (const std::optional<std::string> difference =
+          text::layout_difference(vocabulary, text::kTutorialLayout)) {
+    fail("{}: the checkpoint's '{}' does not hold the tutorial recipe's special tokens: {}; {}",
+         path.string(), key, *difference, kEdited);
+  }
+  return vocabulary;
 }
 
 }  // namespace
@@ -213,48 +331,50 @@ CheckpointInfo read_checkpoint_info(const std::filesystem::path& path) {
         "`translate train`",
         path.string(), kFormatKey,
         format == metadata.end() ? std::string("missing") : "'" + format->second + "'", kFormat);
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  const double infinity = std::numeric_limits<double>::infinity();
   CheckpointInfo info;
-  try {
-    const nlohmann::json model = entry(path, metadata, "seq2seq.model");
-    info.model = Seq2SeqOptions(model.at("source_vocabulary").get<int64_t>(),
-                                model.at("target_vocabulary").get<int64_t>())
-                     .hidden_size(model.at("hidden_size").get<int64_t>())
-                     .max_length(model.at("max_length").get<int64_t>())
-                     .dropout(model.at("dropout").get<double>())
-                     .decoder(decoder_kind_from_string(model.at("decoder").get<std::string>()));
-    info.source_vocabulary =
-        text::Vocabulary::deserialize(text_entry(path, metadata, "seq2seq.source_vocabulary"));
-    info.target_vocabulary =
-        text::Vocabulary::deserialize(text_entry(path, metadata, "seq2seq.target_vocabulary"));
-    const nlohmann::json data = entry(path, metadata, "seq2seq.data");
-    info.data = CorpusOptions()
-                    .path(data.at("path").get<std::string>())
-                    .reverse(data.at("reverse").get<bool>())
-                    .max_length(data.at("max_length").get<int64_t>())
-                    .validation_fraction(data.at("validation_fraction").get<double>())
-                    .split_seed(data.at("split_seed").get<uint64_t>());
-    const nlohmann::json training = entry(path, metadata, "seq2seq.training");
-    info.training = TrainingOptions()
-                        .iterations(training.at("iterations").get<int64_t>())
-                        .learning_rate(training.at("learning_rate").get<double>())
-                        .teacher_forcing(training.at("teacher_forcing").get<double>())
-                        .seed(training.at("seed").get<uint64_t>())
-                        .print_every(training.at("print_every").get<int64_t>())
-                        .plot_every(training.at("plot_every").get<int64_t>())
-                        .sparse_embeddings(training.at("sparse_embeddings").get<bool>());
-    const nlohmann::json progress = entry(path, metadata, "seq2seq.progress");
-    info.progress.iteration = progress.at("iteration").get<int64_t>();
-    info.progress.print_loss_total = progress.at("print_loss_total").get<double>();
-    info.progress.plot_loss_total = progress.at("plot_loss_total").get<double>();
-    info.progress.plot_losses = progress.at("plot_losses").get<std::vector<double>>();
-    info.progress.interval_losses = progress.at("interval_losses").get<std::vector<double>>();
-    info.progress.first_loss = progress.value("first_loss", 0.0);
-    info.progress.train_seconds = progress.at("train_seconds").get<double>();
-  } catch (const nlohmann::json::exception& error) {
-    fail("{}: the checkpoint's information is damaged ({})", path.string(), error.what());
-  } catch (const Error& error) {
-    fail("{}: the checkpoint's information is damaged: {}", path.string(), error.what());
-  }
+  const MetadataEntry model(path, metadata, "seq2seq.model");
+  const std::string decoder = model.text("decoder");
+  check(decoder == "location" || decoder == "bahdanau",
+        "{}: the checkpoint's seq2seq.model.decoder is '{}', not one of location|bahdanau; {}",
+        path.string(), decoder.substr(0, 60), kEdited);
+  info.model = Seq2SeqOptions(model.integer("source_vocabulary", 1, kMax),
+                              model.integer("target_vocabulary", 1, kMax))
+                   .hidden_size(model.integer("hidden_size", 1, kMax))
+                   .max_length(model.integer("max_length", 2, kMax))
+                   // its range [0, 1) is checked where the sizes are (the model refuses it too)
+                   .dropout(model.number("dropout", -infinity, infinity))
+                   .decoder(decoder_kind_from_string(decoder));
+  info.source_vocabulary = vocabulary_entry(path, metadata, "seq2seq.source_vocabulary");
+  info.target_vocabulary = vocabulary_entry(path, metadata, "seq2seq.target_vocabulary");
+  const MetadataEntry data(path, metadata, "seq2seq.data");
+  info.data = CorpusOptions()
+                  .path(data.text("path"))
+                  .reverse(data.boolean("reverse"))
+                  .max_length(data.integer("max_length", 2, kMax))
+                  .validation_fraction(data.number("validation_fraction", 0, 1, true))
+                  .split_seed(data.seed("split_seed"));
+  const MetadataEntry training(path, metadata, "seq2seq.training");
+  info.training = TrainingOptions()
+                      .iterations(training.integer("iterations", 0, kMax))
+                      .learning_rate(training.positive("learning_rate"))
+                      .teacher_forcing(training.number("teacher_forcing", 0, 1))
+                      .seed(training.seed("seed"))
+                      .print_every(training.integer("print_every", 1, kMax))
+                      .plot_every(training.integer("plot_every", 1, kMax))
+                      .sparse_embeddings(training.boolean("sparse_embeddings"));
+  const MetadataEntry progress(path, metadata, "seq2seq.progress");
+  // A run saves after its last iteration, so the count never passes the
+  // schedule (a resumed run stores its new --iters).
+  info.progress.iteration = progress.integer("iteration", 0, info.training.iterations());
+  info.progress.print_loss_total = progress.number("print_loss_total", -infinity, infinity);
+  info.progress.plot_loss_total = progress.number("plot_loss_total", -infinity, infinity);
+  info.progress.plot_losses = progress.numbers("plot_losses");
+  info.progress.interval_losses = progress.numbers("interval_losses");
+  info.progress.first_loss =
+      progress.has("first_loss") ? progress.number("first_loss", 0, infinity) : 0.0;
+  info.progress.train_seconds = progress.number("train_seconds", 0, infinity);
   check(info.source_vocabulary.size() == info.model.source_vocabulary() &&
             info.target_vocabulary.size() == info.model.target_vocabulary(),
         "{}: the checkpoint's vocabularies ({} and {} words) do not match its model ({} and {} "

@@ -304,6 +304,37 @@ std::optional<std::string> vocabulary_difference(const Vocabulary& expected,
   return std::nullopt;
 }
 
+std::optional<std::string> layout_difference(const Vocabulary& vocabulary, SpecialLayout layout) {
+  std::string expected;
+  for (const SpecialToken& token : layout) {
+    if (!expected.empty()) expected += ' ';
+    expected.append(token.word);
+  }
+  const auto layout_size = static_cast<std::int64_t>(layout.size());
+  if (vocabulary.num_special() != layout_size) {
+    return fmt::format("it has {} special tokens where the layout has {} ({})",
+                       vocabulary.num_special(), layout_size, expected);
+  }
+  for (std::int64_t id = 0; id < layout_size; ++id) {
+    const std::string_view word = layout[static_cast<std::size_t>(id)].word;
+    if (vocabulary.word(id) != word) {
+      return fmt::format("its id {} is '{}' where the layout has '{}' ({})", id,
+                         vocabulary.word(id), word, expected);
+    }
+  }
+  const std::optional<std::string> unknown = unknown_word(layout);
+  const std::optional<std::int64_t> unknown_id =
+      unknown ? vocabulary.find(*unknown) : std::optional<std::int64_t>();
+  if (vocabulary.unknown_index() != unknown_id) {
+    return fmt::format("its unknown token is {} where the layout's is {}",
+                       vocabulary.unknown_index()
+                           ? fmt::format("'{}'", vocabulary.word(*vocabulary.unknown_index()))
+                           : std::string("none"),
+                       unknown ? fmt::format("'{}'", *unknown) : std::string("none"));
+  }
+  return std::nullopt;
+}
+
 void check_same_vocabulary(const Vocabulary& expected, const Vocabulary& actual,
                            std::string_view what) {
   if (const std::optional<std::string> difference = vocabulary_difference(expected, actual)) {

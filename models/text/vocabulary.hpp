@@ -165,6 +165,13 @@ Vocabulary make_batched_vocabulary(const std::vector<std::vector<std::string>>& 
 std::optional<std::string> vocabulary_difference(const Vocabulary& expected,
                                                  const Vocabulary& actual);
 
+// How `vocabulary`'s special tokens differ from `layout`'s ("id 0 is '<PAD>'
+// where the layout has '<pad>'"), or std::nullopt when it holds exactly the
+// layout's tokens at the layout's ids, with the layout's unknown token. A
+// checkpoint's vocabulary is checked with it: the recipes take their token
+// ids from the layout, not from the file.
+std::optional<std::string> layout_difference(const Vocabulary& vocabulary, SpecialLayout layout);
+
 // Throws attograd::Error "<what> does not match: <difference>" unless the two
 // are equal; e.g. check_same_vocabulary(saved, rebuilt, "checkpoint source
 // vocabulary").

@@ -169,7 +169,8 @@ TEST_CASE("higher_order refuses bad flags with one line and status 2",
           "[higher-order][examples][cli]") {
   TemporaryFolder folder;
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
-      {{"--newton-steps", "0"}, "error: --newton-steps: expected a positive integer, got '0'"},
+      {{"--newton-steps", "0"},
+       "error: --newton-steps: expected a positive integer at most 100000, got '0'"},
       {{"--lr", "abc"}, "error: --lr: expected a positive number, got 'abc'"},
       {{"--penalty", "-1"}, "error: --penalty: expected a positive number, got '-1'"},
       {{"--frobnicate"}, "error: unknown flag --frobnicate (see --help)"},

@@ -243,7 +243,7 @@ TEST_CASE("nw_regression refuses bad input with one line, status 2, nothing writ
     std::string message;
   };
   const std::vector<Case> cases = {
-      {{"--epochs", "0"}, "error: --epochs: expected a positive integer, got '0'"},
+      {{"--epochs", "0"}, "error: --epochs: expected a positive integer at most 100000, got '0'"},
       {{"--bandwidth", "0"}, "error: --bandwidth: expected a positive number, got '0'"},
       {{"--bandwidth", "-0.5"}, "error: --bandwidth: expected a positive number, got '-0.5'"},
       {{"--kernel", "cubic"},

@@ -76,7 +76,7 @@ void check_bad_flags(const std::vector<std::string>& command, const TemporaryFol
   };
   const Run zero = run(with({"--beam", "0"}), scratch.path, "a\n");
   require_one_line_error(zero);
-  CHECK_THAT(zero.err, Contains("--beam: expected a positive integer, got '0'"));
+  CHECK_THAT(zero.err, Contains("--beam: expected a positive integer at most 64, got '0'"));
   const Run negative = run(with({"--length-penalty", "-0.5"}), scratch.path, "a\n");
   require_one_line_error(negative);
   CHECK_THAT(negative.err,

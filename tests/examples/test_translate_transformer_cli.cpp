@@ -93,7 +93,8 @@ TEST_CASE("translate transformer: train, then translate stdin and evaluate", "[t
       run({"eval", "--recipe", "batched", "--checkpoint", checkpoint.string()}, scratch.path);
   require_one_line_error(foreign);
   CHECK_THAT(foreign.err,
-             Contains("not a checkpoint of the batched recipe (recipe 'transformer')"));
+             Contains("is a checkpoint of the transformer recipe, not the batched one; use it "
+                      "with --recipe transformer"));
 }
 
 TEST_CASE("translate transformer: bad input ends in one error line and exit status 2",
