@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <csignal>
 #include <filesystem>
 #include <functional>
 #include <iostream>
@@ -19,6 +18,7 @@
 #include <vector>
 
 #include "examples/common/divergence.hpp"
+#include "examples/common/interrupt.hpp"
 #include "examples/common/output_folder.hpp"
 #include "examples/translate/tutorial_recipe.hpp"
 #include "models/seq2seq/corpus.hpp"
@@ -35,34 +35,6 @@ using namespace attograd::seq2seq;
 namespace fs = std::filesystem;
 
 namespace {
-
-// ---------------------------------------------------------------- Ctrl-C
-
-// Set by the SIGINT handler; the training loop checks it before each
-// iteration, so the handler does nothing but this one async-signal-safe write.
-volatile std::sig_atomic_t interrupted = 0;
-
-extern "C" void on_interrupt(int) { interrupted = 1; }
-
-// Installs on_interrupt for the lifetime of the object. SA_RESETHAND puts the
-// default action back after the first Ctrl-C, so a second one ends the
-// program at once if saving ever hangs.
-class InterruptHandler {
- public:
-  InterruptHandler() {
-    struct sigaction action {};
-    action.sa_handler = on_interrupt;
-    sigemptyset(&action.sa_mask);
-    action.sa_flags = SA_RESETHAND;
-    sigaction(SIGINT, &action, &previous_);
-  }
-  ~InterruptHandler() { sigaction(SIGINT, &previous_, nullptr); }
-  InterruptHandler(const InterruptHandler&) = delete;
-  InterruptHandler& operator=(const InterruptHandler&) = delete;
-
- private:
-  struct sigaction previous_ {};
-};
 
 // ---------------------------------------------------------------- data and settings
 
@@ -146,7 +118,7 @@ std::string duration_text(double seconds) {
 
 // What one session of training (one run of the program) did.
 struct Session {
-  bool finished = false;        // all iterations done (false: stopped by Ctrl-C)
+  bool finished = false;        // all iterations done (false: stopped by a signal)
   double last_loss = 0;         // the latest interval's average loss
   int64_t iterations_run = 0;   // in this session
   double ms_per_iteration = 0;  // in this session
@@ -188,12 +160,14 @@ void check_not_diverged(Trainer& trainer, const OutputFiles& files, bool weights
   }
 }
 
-// Trains until the iterations are done or Ctrl-C, printing a progress line
+// Trains until the iterations are done or a signal (SIGINT, SIGTERM) stops it
+// at an iteration boundary, printing a progress line
 // after each interval and calling `save` every `checkpoint_every` iterations;
 // stops with an Error at the first non-finite loss, or at a reported average
 // over 100 times the first iteration's loss (before the save that follows it).
 Session train_session(Trainer& trainer, int64_t checkpoint_every, const std::function<void()>& save,
-                      const OutputFiles& files, std::ostream& out) {
+                      const OutputFiles& files, cli::InterruptGuard& interrupts,
+                      std::ostream& out) {
   Session session;
   session.last_loss =
       trainer.progress().interval_losses.empty() ? 0.0 : trainer.progress().interval_losses.back();
@@ -215,15 +189,12 @@ Session train_session(Trainer& trainer, int64_t checkpoint_every, const std::fun
   hooks.checkpoint = save;
   hooks.stop_requested = [&] {
     check_not_diverged(trainer, files, false);
-    return interrupted != 0;
+    return interrupts.stop_requested();
   };
 
   const int64_t first_iteration = trainer.progress().iteration;
   const double seconds_before = trainer.progress().train_seconds;
-  {
-    const InterruptHandler handler;
-    session.finished = trainer.run(hooks);
-  }
+  session.finished = trainer.run(hooks);
   session.iterations_run = trainer.progress().iteration - first_iteration;
   session.ms_per_iteration = session.iterations_run > 0
                                  ? 1000.0 * (trainer.progress().train_seconds - seconds_before) /
@@ -252,11 +223,12 @@ void save_loss_curve(const fs::path& path, const TrainingProgress& progress, int
 // The checkpoint (model, optimizer and all a resumed run needs) and the loss
 // curve so far, written as one set, and only from a run that has not diverged.
 void save_run(const OutputFiles& files, const Seq2Seq& model, Trainer& trainer,
-              const CheckpointInfo& info) {
+              const CheckpointInfo& info, const cli::InterruptGuard& interrupts) {
   check_not_diverged(trainer, files, true);
   cli::OutputSet set(files.folder);
   save_checkpoint(set.staged(files.checkpoint.filename().string()), model, &trainer.optimizer(),
                   info);
+  interrupts.during_save();
   save_loss_curve(set.staged(files.loss_curve.filename().string()), trainer.progress(),
                   info.training.plot_every());
   set.commit();
@@ -361,11 +333,13 @@ int run_train(const TrainFlags& flags) {
       training);
   if (resumed) load_training_state(flags.resume, trainer, *resumed);
 
-  // Train, saving every checkpoint_every iterations, at the end and on Ctrl-C.
+  // Train, saving every checkpoint_every iterations, at the end and on SIGINT
+  // or SIGTERM (Ctrl-C, kill): the guard lasts until the last save is done.
+  cli::InterruptGuard interrupts;
   const auto save = [&] {
     const CheckpointInfo info{options,  corpus.source_vocabulary, corpus.target_vocabulary, data,
                               training, trainer.progress()};
-    save_run(files, model, trainer, info);
+    save_run(files, model, trainer, info, interrupts);
   };
   out << fmt::format("Training {} parameters ({} decoder, H = {}) for {} iterations\n",
                      model.parameter_count(), to_string(options.decoder()), options.hidden_size(),
@@ -374,14 +348,19 @@ int run_train(const TrainFlags& flags) {
   // One iteration's graph is drawn with each module (encoder, decoder) as a box.
   cli::InspectSession inspect(flags.inspect,
                               DotOptions().names(model.named_parameters()).collapse_depth(1));
-  const Session session = train_session(trainer, flags.checkpoint_every, save, files, out);
+  const Session session =
+      train_session(trainer, flags.checkpoint_every, save, files, interrupts, out);
   inspect.finish(out);
   save();
   if (!session.finished) {
-    out << fmt::format("Interrupted at iteration {}; saved {} — continue with --resume {}\n",
-                       trainer.progress().iteration, files.checkpoint.string(),
-                       files.checkpoint.string());
-    return 130;  // 128 + SIGINT, what a shell reports for Ctrl-C
+    out << fmt::format(
+               "Interrupted at iteration {} of {} by {}; saved {} and {} — continue with --resume "
+               "{}\n",
+               trainer.progress().iteration, training.iterations(), interrupts.what(),
+               files.checkpoint.string(), files.loss_curve.filename().string(),
+               files.checkpoint.string())
+        << std::flush;
+    return interrupts.exit_status();  // 130 for SIGINT, 143 for SIGTERM, as a shell reports them
   }
 
   // Results: the loss table, translations, attention maps, validation BLEU.
