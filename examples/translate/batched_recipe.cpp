@@ -449,7 +449,8 @@ int run_batched_train(const BatchedTrainFlags& given) {
                        position_text(resumed->position, flags.epochs));
   }
   // SIGINT and SIGTERM stop the run between two steps, until the last save is done.
-  cli::InterruptGuard interrupts;
+  std::optional<cli::InterruptGuard> guard;
+  cli::InterruptGuard& interrupts = guard.emplace();
   const nlohmann::json settings = resume_settings(flags);
   const auto save = [&] {
     save_training_set(flags.out, model, trainer, to_metadata(info, flags, trainer.report()),
@@ -463,6 +464,7 @@ int run_batched_train(const BatchedTrainFlags& given) {
     print_interrupted(out, trainer, flags.epochs, flags.out, interrupts);
     return interrupts.exit_status();
   }
+  guard.reset();  // from here on a signal ends the program as usual
   TrainOutputs outputs;
   outputs.recipe = kRecipe;
   outputs.folder = flags.out;

@@ -263,7 +263,8 @@ int run_transformer_train(const TransformerTrainFlags& given) {
                        position_text(resumed->position, flags.epochs));
   }
   // SIGINT and SIGTERM stop the run between two steps, until the last save is done.
-  cli::InterruptGuard interrupts;
+  std::optional<cli::InterruptGuard> guard;
+  cli::InterruptGuard& interrupts = guard.emplace();
   const nlohmann::json settings = resume_settings(flags);
   const auto save = [&] {
     save_training_set(flags.out, model, trainer, to_metadata(info, flags, trainer.report()),
@@ -277,6 +278,7 @@ int run_transformer_train(const TransformerTrainFlags& given) {
     print_interrupted(out, trainer, flags.epochs, flags.out, interrupts);
     return interrupts.exit_status();
   }
+  guard.reset();  // from here on a signal ends the program as usual
 
   TrainOutputs outputs;
   outputs.recipe = kTransformerRecipe;

@@ -335,7 +335,8 @@ int run_train(const TrainFlags& flags) {
 
   // Train, saving every checkpoint_every iterations, at the end and on SIGINT
   // or SIGTERM (Ctrl-C, kill): the guard lasts until the last save is done.
-  cli::InterruptGuard interrupts;
+  std::optional<cli::InterruptGuard> guard;
+  cli::InterruptGuard& interrupts = guard.emplace();
   const auto save = [&] {
     const CheckpointInfo info{options,  corpus.source_vocabulary, corpus.target_vocabulary, data,
                               training, trainer.progress()};
@@ -362,6 +363,7 @@ int run_train(const TrainFlags& flags) {
         << std::flush;
     return interrupts.exit_status();  // 130 for SIGINT, 143 for SIGTERM, as a shell reports them
   }
+  guard.reset();  // from here on a signal ends the program as usual
 
   // Results: the loss table, translations, attention maps, validation BLEU.
   print_loss_table(out, trainer.progress(), training.print_every(), session);
