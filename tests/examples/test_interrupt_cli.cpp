@@ -251,7 +251,7 @@ TEST_CASE(
               scratch.path);
       INFO("resumed stderr: " << resumed.err);
       REQUIRE(resumed.status == 0);
-      CHECK_THAT(resumed.out, Contains("at epoch 1, step 0"));
+      CHECK_THAT(resumed.out, Contains("after epoch 1 of 3"));
       const fs::path straight = scratch.path / "straight";
       REQUIRE(
           run(with(batched_train(recipe, straight), {"--replicas", "2"}), scratch.path).status ==

@@ -95,7 +95,8 @@ TEST_CASE(
         // A fresh model and trainer (other initial weights), given the saved state.
         const auto second = small_model(data, 123);
         BatchedTrainer resumed(*second, data, options(replicas));
-        const std::vector<Tensor> saved = first->parameters(), fresh = second->parameters();
+        const std::vector<Tensor> saved = first->parameters();
+        std::vector<Tensor> fresh = second->parameters();
         for (size_t i = 0; i < saved.size(); ++i) fresh[i].copy_from(saved[i]);
         resumed.optimizer().load_state(stopped.optimizer().state());
         resumed.restore(stopped.position());
