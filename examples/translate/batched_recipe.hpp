@@ -79,10 +79,13 @@ void declare_batched_train_flags(cli::Parser& parser, BatchedTrainFlags& flags);
 void declare_batched_translate_flags(cli::Parser& parser, BatchedTranslateFlags& flags);
 void declare_batched_eval_flags(cli::Parser& parser, BatchedEvalFlags& flags);
 
-// train: read and batch the data, train, write checkpoint.safetensors,
-// loss.svg and attention.svg into flags.out, translate d2l's four test
-// sentences, and print (or, with --json, put on stdout as one line) the
-// summary. Returns the exit status.
+// train: read and batch the data (or resume a checkpoint: batched_resume.hpp),
+// train, write checkpoint.safetensors, loss.svg and attention.svg into
+// flags.out, translate d2l's four test sentences, and print (or, with --json,
+// put on stdout as one line) the summary. The checkpoint and loss.svg are also
+// written every --checkpoint-every epochs, and on SIGINT or SIGTERM, which
+// stop the run between two steps. Returns the exit status: 0, or 130 / 143
+// when a signal stopped it.
 int run_batched_train(const BatchedTrainFlags& flags);
 // translate: one sentence per line of `in`, one translation per line of `out`;
 // warnings about unknown or cut-off words go to `err`.

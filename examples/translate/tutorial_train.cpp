@@ -1,7 +1,7 @@
 // examples/translate/tutorial_train.cpp — `translate train` with the tutorial
 // recipe (see tutorial_recipe.hpp), in named steps: read the data and the
 // checkpoint to resume, settle the model and training settings, build the
-// model, train until done or Ctrl-C, save, then report.
+// model, train until done or SIGINT / SIGTERM, save, then report.
 //
 // Everything that can fail on bad input (a missing or empty data file, a
 // checkpoint that does not fit) happens before anything is written.
@@ -161,9 +161,8 @@ void check_not_diverged(Trainer& trainer, const OutputFiles& files, bool weights
 }
 
 // Trains until the iterations are done or a signal (SIGINT, SIGTERM) stops it
-// at an iteration boundary, printing a progress line
-// after each interval and calling `save` every `checkpoint_every` iterations;
-// stops with an Error at the first non-finite loss, or at a reported average
+// between two iterations, printing a progress line after each interval and
+// calling `save` every `checkpoint_every` iterations; stops with an Error at the first non-finite loss, or at a reported average
 // over 100 times the first iteration's loss (before the save that follows it).
 Session train_session(Trainer& trainer, int64_t checkpoint_every, const std::function<void()>& save,
                       const OutputFiles& files, cli::InterruptGuard& interrupts,
