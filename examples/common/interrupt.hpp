@@ -13,7 +13,8 @@
 // program writes them under temporary names and renames them into place only
 // when whole (tensor/atomic_file.hpp, output_folder.hpp): an exit part way
 // leaves a stale temporary, which the next run removes, and the old set.
-// The destructor puts back the handlers that were there before.
+// The destructor puts back the handlers that were there before. The handler
+// and its flag belong to the process, so keep one guard at a time.
 //
 // Tests reach a given step deterministically through one environment
 // variable read by the guard, ATTOGRAD_TEST_INTERRUPT="<INT|TERM>@<N>[,again]":
