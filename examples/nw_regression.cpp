@@ -34,6 +34,7 @@
 #include "examples/common/cli.hpp"
 #include "examples/common/divergence.hpp"
 #include "examples/common/inspect_tools.hpp"
+#include "examples/common/interrupt.hpp"
 #include "examples/common/output_folder.hpp"
 #include "plot/svg_plot.hpp"
 #include "tensor/atomic_file.hpp"
@@ -331,16 +332,23 @@ void print_report(const Flags& flags, const ExperimentResult& result, std::size_
              picture_count, out.string());
 }
 
-int run_once(const Flags& flags) {
-  const std::filesystem::path out = flags.out;
+int run_once(const Flags& given) {
+  const std::filesystem::path out = given.out;
   cli::prepare_output_folder("--out", out);
 
-  cli::InspectSession inspect(flags.inspect);  // the graph of the first epoch's step
+  cli::InspectSession inspect(given.inspect);  // the graph of the first epoch's step
   // No callback: the training's clock (compute_ms, "training: … ms") then runs
   // without a stop, and no print lands inside it. The losses are checked and
-  // printed once training is over, epoch by epoch, as they came.
-  const ExperimentResult result = run_experiment(experiment_options(
-      flags, static_cast<uint64_t>(flags.seed), weight_shape_from_string(flags.w)));
+  // printed once training is over, epoch by epoch, as they came. SIGINT and
+  // SIGTERM end the training at the next epoch; the pictures then show the w
+  // reached (there is no checkpoint: the run takes milliseconds).
+  cli::InterruptGuard interrupts;
+  const ExperimentResult result =
+      run_experiment(experiment_options(given, static_cast<uint64_t>(given.seed),
+                                        weight_shape_from_string(given.w)),
+                     {}, [&] { return interrupts.stop_requested(); });
+  Flags flags = given;  // the titles and the report name the epochs run
+  flags.epochs = static_cast<int>(result.training.losses.size());
   const bool terminal = ::isatty(::fileno(stdout)) != 0;
   double first_loss = 0;
   const std::vector<double>& losses = result.training.losses;
@@ -364,6 +372,7 @@ int run_once(const Flags& flags) {
   cli::OutputSet set(out);
   for (const auto& [name, svg] : pictures) {
     write_file_atomically(set.staged(name), svg);
+    interrupts.during_save();
   }
   set.commit();
 
@@ -372,7 +381,14 @@ int run_once(const Flags& flags) {
   } else {
     print_report(flags, result, pictures.size(), out);
   }
-  return 0;
+  if (!interrupts.requested()) return 0;
+  (flags.json ? std::cerr : std::cout)
+      << fmt::format(
+             "Interrupted at epoch {} of {} by {}; wrote the pictures of the w reached to {}/ "
+             "(nw_regression keeps no checkpoint: run it again to train all {} epochs)\n",
+             flags.epochs, given.epochs, interrupts.what(), out.string(), given.epochs)
+      << std::flush;
+  return interrupts.exit_status();
 }
 
 // ---------------------------------------------------------------- many seeds
@@ -416,7 +432,13 @@ int run_seeds(const Flags& flags) {
   Statistic scalar_loss, vector_loss, scalar_ms, vector_ms, scalar_w;
   int loss_fell = 0;
 
+  // SIGINT and SIGTERM end the loop after the seed in progress; the table then
+  // covers the seeds done.
+  cli::InterruptGuard interrupts;
+  int seeds_done = 0;
   for (int i = 0; i < flags.seeds; ++i) {
+    if (interrupts.stop_requested() && i > 0) break;
+    ++seeds_done;
     const uint64_t seed = static_cast<uint64_t>(flags.seed) + static_cast<uint64_t>(i);
     // Checked after training, so nothing stops the training's clock.
     const ExperimentResult scalar =
@@ -445,8 +467,17 @@ int run_seeds(const Flags& flags) {
     }
   }
 
+  const auto stopped = [&] {
+    if (!interrupts.requested()) return 0;
+    (flags.json ? std::cerr : std::cout)
+        << fmt::format("Interrupted after seed {} of {} by {}; the table covers seeds {}…{}\n",
+                       seeds_done, flags.seeds, interrupts.what(), flags.seed,
+                       flags.seed + seeds_done - 1)
+        << std::flush;
+    return interrupts.exit_status();
+  };
   if (flags.json) {
-    nlohmann::json summary = {{"seeds", flags.seeds},
+    nlohmann::json summary = {{"seeds", seeds_done},
                               {"first_seed", flags.seed},
                               {"epochs", flags.epochs},
                               {"lr", flags.lr},
@@ -458,21 +489,23 @@ int run_seeds(const Flags& flags) {
     summary["train_ms_median"] = {{"scalar", scalar_ms.median()}, {"vector", vector_ms.median()}};
     summary["w_scalar_mean"] = scalar_w.mean();
     fmt::print("{}\n", summary.dump());
-    return 0;
+    std::fflush(stdout);
+    return stopped();
   }
 
   fmt::print("Test MSE against the noise-free truth, seeds {}…{} (mean ± standard deviation):\n\n",
-             flags.seed, flags.seed + flags.seeds - 1);
+             flags.seed, flags.seed + seeds_done - 1);
   fmt::print("| estimator | test MSE |\n|---|---|\n");
   for (const auto& [name, statistic] : rows) {
     fmt::print("| {} | {:.3f} ± {:.3f} |\n", name, statistic.mean(), statistic.stddev());
   }
   fmt::print("\nlearned scalar w: mean {:.3f} ± {:.3f}\n", scalar_w.mean(), scalar_w.stddev());
   fmt::print("final training loss: scalar {:.3f}, vector {:.3f} (mean); fell in {} of {} runs\n",
-             scalar_loss.mean(), vector_loss.mean(), loss_fell, 2 * flags.seeds);
+             scalar_loss.mean(), vector_loss.mean(), loss_fell, 2 * seeds_done);
   fmt::print("training compute, median of {} runs: scalar {:.3f} ms, vector {:.3f} ms\n",
-             flags.seeds, scalar_ms.median(), vector_ms.median());
-  return 0;
+             seeds_done, scalar_ms.median(), vector_ms.median());
+  std::fflush(stdout);
+  return stopped();
 }
 
 }  // namespace

@@ -2,6 +2,9 @@
 
 #include <cmath>
 #include <numbers>
+#include <sstream>
+
+#include "tensor/error.hpp"
 
 namespace attograd {
 
@@ -18,6 +21,22 @@ uint64_t Generator::below(uint64_t n) {
   uint64_t draw = engine_();
   while (draw >= limit) draw = engine_();
   return draw % n;
+}
+
+std::string Generator::state() const {
+  std::ostringstream text;
+  text << engine_;
+  return text.str();
+}
+
+void Generator::set_state(const std::string& text) {
+  std::istringstream in(text);
+  std::mt19937_64 engine;
+  in >> engine;
+  check(!in.fail() && (in >> std::ws).eof(),
+        "Generator::set_state: the text is not the state of a std::mt19937_64 ({} characters)",
+        text.size());
+  engine_ = engine;
 }
 
 Generator& default_generator() {

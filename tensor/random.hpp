@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <random>
+#include <string>
 
 namespace attograd {
 
@@ -25,6 +26,14 @@ class Generator {
   // Uniform integer in [0, n) (n > 0), by rejection so there is no modulo bias.
   uint64_t below(uint64_t n);
   bool bernoulli(double p) { return uniform() < p; }
+
+  // The engine's whole state as text (the standard's textual form of
+  // std::mt19937_64, the same on every machine), and back: a generator given
+  // another's state() draws what that one would draw next. A checkpoint keeps
+  // these so a resumed training draws the same dropout masks. set_state throws
+  // attograd::Error on text that is not such a state, and then changes nothing.
+  std::string state() const;
+  void set_state(const std::string& text);
 
  private:
   std::mt19937_64 engine_;

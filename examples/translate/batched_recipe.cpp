@@ -18,6 +18,7 @@
 #include "examples/common/divergence.hpp"
 #include "examples/common/output_folder.hpp"
 #include "examples/translate/batched_checkpoint.hpp"
+#include "examples/translate/batched_resume.hpp"
 #include "models/batched_seq2seq/batched_seq2seq.hpp"
 #include "models/text/normalize.hpp"
 #include "models/text/pairs.hpp"
@@ -232,32 +233,17 @@ nn::LRSchedule lr_schedule_from_flag(const std::string& text, int64_t epochs) {
   throw usage();
 }
 
-namespace {
-
-// Trains for --epochs, printing a progress line every --print-every epochs
-// and a summary at the end.
-TrainingReport train_with_progress(BatchedSeq2Seq& model, const text::BatchedData& data,
-                                   const BatchedTrainFlags& flags, std::ostream& out) {
-  const BatchedTrainingOptions training = training_options(flags);
-  out << fmt::format(
-      "Training {} parameters (E = {}, H = {}, {} layers, dropout {}) for {} epochs, batch {}, "
-      "lr {}, {}\n",
-      model.parameter_count(), flags.embed, flags.hidden, flags.layers, flags.dropout, flags.epochs,
-      flags.batch, flags.lr, threads_text(flags.replicas));
-  return train_reporting_progress(model, data, training, flags.print_every, flags.out, out);
-}
-
-}  // namespace
-
-TrainingReport train_reporting_progress(BatchedTranslator& model, const text::BatchedData& data,
-                                        const BatchedTrainingOptions& training, int64_t print_every,
-                                        const std::string& out_folder, std::ostream& out) {
+bool train_reporting_progress(BatchedTrainer& trainer, BatchedTranslator& model,
+                              const BatchedTrainingOptions& training,
+                              const TrainingSession& session, std::ostream& out) {
   out << std::flush;
   const int64_t epochs = training.epochs();
-  const std::string checkpoint = (fs::path(out_folder) / kCheckpointName).string();
+  const std::string checkpoint = (fs::path(session.out_folder) / kCheckpointName).string();
   const auto kept = [&] { return cli::kept_text(checkpoint, fs::exists(checkpoint)); };
-  double first_loss = 0;  // the first step's, epoch 1's first batch
-  int64_t running = 1;    // the epoch in progress
+  // The first step's loss (epoch 1's first batch), which growth is measured against.
+  double first_loss =
+      trainer.report().epochs.empty() ? 0 : trainer.report().epochs.front().first_batch_loss;
+  int64_t running = std::ssize(trainer.report().epochs) + 1;  // the epoch in progress
   const auto on_epoch = [&](const EpochReport& epoch) {
     // Stop at the first epoch that diverged, before anything is written.
     const std::string when = fmt::format("epoch {}", epoch.epoch);
@@ -268,7 +254,7 @@ TrainingReport train_reporting_progress(BatchedTranslator& model, const text::Ba
     cli::check_loss_growth(epoch.loss, first_loss, when, training.lr(), kept());
     cli::check_finite_parameters(model.named_parameters(), when, training.lr(), kept());
     running = epoch.epoch + 1;
-    if (epoch.epoch % print_every == 0 || epoch.epoch == epochs) {
+    if (epoch.epoch % session.print_every == 0 || epoch.epoch == epochs) {
       out << fmt::format("epoch {:>4}/{}  loss {:.4f}  {:8.0f} tokens/s  {:6.1f} ms/epoch{}\n",
                          epoch.epoch, epochs, epoch.loss,
                          epoch.seconds > 0 ? static_cast<double>(epoch.tokens) / epoch.seconds : 0,
@@ -278,19 +264,59 @@ TrainingReport train_reporting_progress(BatchedTranslator& model, const text::Ba
                              : fmt::format("  lr {:.3g}", epoch.lr))
           << std::flush;
     }
+    if (session.checkpoint_every > 0 && epoch.epoch % session.checkpoint_every == 0 &&
+        epoch.epoch < epochs) {
+      session.save();
+    }
   };
-  TrainingReport report;
+  translation::BatchedTrainer::Hooks hooks;
+  hooks.on_epoch = on_epoch;
+  hooks.stop_requested = [&] { return session.interrupts->stop_requested(); };
+  bool finished = false;
   try {
-    report = train(model, data, training, on_epoch);
+    finished = trainer.run(hooks);
   } catch (const nn::NonFiniteNormError& error) {  // thrown before that batch's step
     cli::fail_diverged(fmt::format("epoch {}", running),
                        fmt::format("the gradient norm is {}", error.norm()), training.lr(), kept());
   }
+  if (!finished) return false;
+  const TrainingReport& report = trainer.report();
   out << fmt::format(
       "loss {:.3f}, {:.1f} tokens/sec, {:.1f} ms per epoch ({} epochs in {:.1f} s)\n\n",
       report.final_loss, report.tokens_per_second(), report.ms_per_epoch(), report.epochs.size(),
       report.seconds);
-  return report;
+  return true;
+}
+
+void save_training_set(const fs::path& folder, BatchedTranslator& model, BatchedTrainer& trainer,
+                       nn::Metadata metadata, const nlohmann::json& settings,
+                       const cli::InterruptGuard& interrupts) {
+  add_resume_entries(metadata, settings, trainer.position());
+  cli::OutputSet files(folder);
+  nn::save_training_state(files.staged(kCheckpointName), model, &trainer.optimizer(), metadata);
+  interrupts.during_save();
+  save_loss_curve(files.staged("loss.svg"), trainer.report());
+  files.commit();
+}
+
+std::string position_text(const translation::TrainingPosition& position, int64_t epochs) {
+  if (position.batches_done == 0) {
+    return fmt::format("after epoch {} of {}", position.epochs_done, epochs);
+  }
+  return fmt::format("in epoch {} of {}, after its step {}", position.epochs_done + 1, epochs,
+                     position.batches_done);
+}
+
+void print_interrupted(std::ostream& out, const BatchedTrainer& trainer, int64_t epochs,
+                       const std::string& out_folder, const cli::InterruptGuard& interrupts) {
+  const translation::TrainingPosition position = trainer.position();
+  const std::string checkpoint = (fs::path(out_folder) / kCheckpointName).string();
+  out << fmt::format(
+             "Interrupted {}{} by {}; saved {} and loss.svg — continue with --resume {} "
+             "--epochs {}\n",
+             position_text(position, epochs), position.batches_done == 0 ? "" : ",",
+             interrupts.what(), checkpoint, checkpoint, epochs)
+      << std::flush;
 }
 
 TestTranslations translate_test_sentences(BatchedTranslator& model, const text::BatchedData& data,
@@ -357,16 +383,10 @@ void check_attention_sentence(const std::string& sentence) {
 void finish_training(BatchedTranslator& model, const text::PairSet& set,
                      const text::BatchedData& data, const TrainingReport& report,
                      const TrainOutputs& outputs, std::ostream& out) {
-  // The folder was prepared before training (prepare_output_folder). The
-  // checkpoint and the loss curve are one set: both new or both old.
+  // The checkpoint and loss.svg are saved (save_training_set); the folder
+  // was prepared before training (prepare_output_folder).
   const fs::path folder = outputs.folder;
   const fs::path checkpoint_path = folder / kCheckpointName;
-  {
-    cli::OutputSet files(folder);
-    nn::save(model, files.staged(kCheckpointName), outputs.metadata);
-    save_loss_curve(files.staged("loss.svg"), report);
-    files.commit();
-  }
 
   const TestTranslations tests = translate_test_sentences(model, data, outputs.num_steps, out);
   const SentenceTranslation drawn =
@@ -390,8 +410,16 @@ void finish_training(BatchedTranslator& model, const text::PairSet& set,
   }
 }
 
-int run_batched_train(const BatchedTrainFlags& flags) {
-  std::ostream& out = flags.json ? std::cerr : std::cout;  // with --json stdout holds one line
+int run_batched_train(const BatchedTrainFlags& given) {
+  std::ostream& out = given.json ? std::cerr : std::cout;  // with --json stdout holds one line
+  // A resumed run takes its settings from the checkpoint (batched_resume.hpp).
+  std::optional<ResumePoint> resumed;
+  BatchedTrainFlags flags = given;
+  if (!given.resume.empty()) {
+    resumed = read_resume_point(given.resume, kRecipe);
+    apply_resume_settings(given.resume, resumed->settings, flags);
+    check_resume_epochs(given.resume, *resumed, flags.epochs);
+  }
   use_threads(flags.threads, flags.replicas);
 
   // Everything that can fail on bad input happens before anything is written,
@@ -400,25 +428,57 @@ int run_batched_train(const BatchedTrainFlags& flags) {
   const text::PairSet set = read_data(flags.data, flags.direction);
   text::require_pairs(set.pairs, set.report, "to train on");
   const text::BatchedData data = prepare_data(set, data_settings(flags), out);
+  if (resumed) check_resume_vocabularies(flags.resume, *resumed, data);
   const CheckpointInfo info = checkpoint_info(flags, data);
-  cli::prepare_output_folder("--out", flags.out);
+  const BatchedTrainingOptions training = training_options(flags);
 
   Generator generator(static_cast<uint64_t>(flags.seed));
   BatchedSeq2Seq model(info.model, generator);
-  const TrainingReport report = train_with_progress(model, data, flags, out);
+  BatchedTrainer trainer(model, data, training);
+  if (resumed) {
+    nn::load_training_state(flags.resume, model, &trainer.optimizer());
+    trainer.restore(resumed->position);
+  }
+  cli::prepare_output_folder("--out", flags.out);
+
+  out << fmt::format(
+      "Training {} parameters (E = {}, H = {}, {} layers, dropout {}) for {} epochs, batch {}, "
+      "lr {}, {}\n",
+      model.parameter_count(), flags.embed, flags.hidden, flags.layers, flags.dropout, flags.epochs,
+      flags.batch, flags.lr, threads_text(flags.replicas));
+  if (resumed) {
+    out << fmt::format("Resuming {} {} (data, model and settings from it)\n", flags.resume,
+                       position_text(resumed->position, flags.epochs));
+  }
+  // SIGINT and SIGTERM stop the run between two steps, until the last save is done.
+  std::optional<cli::InterruptGuard> guard;
+  cli::InterruptGuard& interrupts = guard.emplace();
+  const nlohmann::json settings = resume_settings(flags);
+  const auto save = [&] {
+    save_training_set(flags.out, model, trainer, to_metadata(info, flags, trainer.report()),
+                      settings, interrupts);
+  };
+  const bool finished = train_reporting_progress(
+      trainer, model, training,
+      {flags.print_every, flags.checkpoint_every, flags.out, save, &interrupts}, out);
+  save();
+  if (!finished) {
+    print_interrupted(out, trainer, flags.epochs, flags.out, interrupts);
+    return interrupts.exit_status();
+  }
+  guard.reset();  // from here on a signal ends the program as usual
   TrainOutputs outputs;
   outputs.recipe = kRecipe;
   outputs.folder = flags.out;
   outputs.num_steps = flags.num_steps;
   outputs.attention_sentence = flags.attention_sentence;
   outputs.json = flags.json;
-  outputs.metadata = to_metadata(info, flags, report);
   outputs.pictures = "attention.svg";
   outputs.draw_attention = [](const fs::path& folder, const SentenceTranslation& translation) {
     save_attention_map(folder / "attention.svg", translation,
                        "Bahdanau attention (batched recipe)");
   };
-  finish_training(model, set, data, report, outputs, out);
+  finish_training(model, set, data, trainer.report(), outputs, out);
   return 0;
 }
 

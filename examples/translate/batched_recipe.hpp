@@ -23,6 +23,7 @@
 
 #include "examples/common/cli.hpp"
 #include "examples/common/divergence.hpp"
+#include "examples/common/interrupt.hpp"
 #include "examples/translate/beam_flags.hpp"
 #include "examples/translate/size_limits.hpp"
 #include "models/text/pairs.hpp"
@@ -50,6 +51,8 @@ struct BatchedTrainFlags {
   int64_t threads = 0;   // 0: one per replica
   int64_t replicas = 1;  // copies of the model sharing each batch (nn::DataParallel)
   int64_t print_every = 10;
+  int64_t checkpoint_every = 0;  // epochs between checkpoints (0: only at the end)
+  std::string resume;            // checkpoint to continue
   std::string attention_sentence = "i'm home .";
   std::string out = "out/translate_batched";
   bool json = false;
@@ -76,10 +79,13 @@ void declare_batched_train_flags(cli::Parser& parser, BatchedTrainFlags& flags);
 void declare_batched_translate_flags(cli::Parser& parser, BatchedTranslateFlags& flags);
 void declare_batched_eval_flags(cli::Parser& parser, BatchedEvalFlags& flags);
 
-// train: read and batch the data, train, write checkpoint.safetensors,
-// loss.svg and attention.svg into flags.out, translate d2l's four test
-// sentences, and print (or, with --json, put on stdout as one line) the
-// summary. Returns the exit status.
+// train: read and batch the data (or resume a checkpoint: batched_resume.hpp),
+// train, write checkpoint.safetensors, loss.svg and attention.svg into
+// flags.out, translate d2l's four test sentences, and print (or, with --json,
+// put on stdout as one line) the summary. The checkpoint and loss.svg are also
+// written every --checkpoint-every epochs, and on SIGINT or SIGTERM, which
+// stop the run between two steps. Returns the exit status: 0, or 130 / 143
+// when a signal stopped it.
 int run_batched_train(const BatchedTrainFlags& flags);
 // translate: one sentence per line of `in`, one translation per line of `out`;
 // warnings about unknown or cut-off words go to `err`.
@@ -143,6 +149,12 @@ void declare_training_flags(cli::Parser& parser, TrainFlags& flags,
       .flag("out", flags.out, "folder for the checkpoint and the pictures (created if missing)")
       .flag("json", flags.json,
             "print one JSON summary line on stdout (the report goes to stderr)");
+  parser
+      .flag("checkpoint-every", flags.checkpoint_every,
+            "epochs between checkpoints (0: only at the end and on Ctrl-C or SIGTERM)",
+            cli::non_negative())
+      .flag("resume", flags.resume,
+            "continue from this checkpoint, with its data, model and training settings");
 }
 
 // The pairs of `path` with d2l's preprocessing, source first for `direction`;
@@ -179,15 +191,41 @@ std::string threads_text(int64_t replicas);
 // Throws unless the sentence has a word to translate.
 void check_attention_sentence(const std::string& sentence);
 
-// translation::train with a progress line every `print_every` epochs and
-// a summary at the end. Stops with an Error at the first epoch whose loss,
-// gradient norm or weights are not finite, or whose loss is over 100 times
-// the first step's, saying that out_folder's checkpoint (if any) keeps the
-// last good state (examples/common/divergence.hpp).
-translation::TrainingReport train_reporting_progress(
-    translation::BatchedTranslator& model, const text::BatchedData& data,
-    const translation::BatchedTrainingOptions& training, int64_t print_every,
-    const std::string& out_folder, std::ostream& out);
+// How train_reporting_progress reports and saves.
+struct TrainingSession {
+  int64_t print_every = 10;      // epochs per progress line
+  int64_t checkpoint_every = 0;  // epochs between saves (0: none during training)
+  std::string out_folder;        // where the checkpoint goes (named by divergence messages)
+  // Writes the checkpoint and loss.svg as one set (save_training_set).
+  std::function<void()> save;
+  cli::InterruptGuard* interrupts = nullptr;  // stops the run between two steps
+};
+
+// trainer.run with a progress line every print_every epochs, a save every
+// checkpoint_every epochs, and a summary at the end. Returns false when a
+// signal stopped it (the caller saves and exits). Stops with an Error at the
+// first epoch whose loss, gradient norm or weights are not finite, or whose
+// loss is over 100 times the first step's, saying that out_folder's checkpoint
+// (if any) keeps the last good state (examples/common/divergence.hpp).
+bool train_reporting_progress(translation::BatchedTrainer& trainer,
+                              translation::BatchedTranslator& model,
+                              const translation::BatchedTrainingOptions& training,
+                              const TrainingSession& session, std::ostream& out);
+
+// checkpoint.safetensors (the parameters, Adam's state, `metadata` and the
+// resume entries of batched_resume.hpp) and loss.svg into `folder`, renamed
+// into place together.
+void save_training_set(const std::filesystem::path& folder, translation::BatchedTranslator& model,
+                       translation::BatchedTrainer& trainer, nn::Metadata metadata,
+                       const nlohmann::json& settings, const cli::InterruptGuard& interrupts);
+
+// "after epoch 2 of 10", or "in epoch 3 of 10, after its step 4".
+std::string position_text(const translation::TrainingPosition& position, int64_t epochs);
+
+// The closing line of a run a signal stopped: where, what was saved, how to resume.
+void print_interrupted(std::ostream& out, const translation::BatchedTrainer& trainer,
+                       int64_t epochs, const std::string& out_folder,
+                       const cli::InterruptGuard& interrupts);
 
 void save_loss_curve(const std::filesystem::path& path, const translation::TrainingReport& report);
 // Output steps down, valid source positions across (prediction.attention).
@@ -206,8 +244,7 @@ struct TrainOutputs {
   int64_t num_steps = 10;
   std::string attention_sentence;  // drawn by draw_attention(folder, its translation)
   bool json = false;
-  nn::Metadata metadata;  // the checkpoint's
-  std::string pictures;   // what draw_attention writes, for the closing line
+  std::string pictures;  // what draw_attention writes, for the closing line
   DrawAttention draw_attention;
 };
 
@@ -220,11 +257,8 @@ TestTranslations translate_test_sentences(translation::BatchedTranslator& model,
                                           const text::BatchedData& data, int64_t num_steps,
                                           std::ostream& out);
 
-// After training: checkpoint.safetensors and loss.svg into outputs.folder
-// (prepared by cli::prepare_output_folder before training; the two renamed
-// into place together),
-// the four test sentences, the attention picture, BLEU on the training
-// pairs, and the --json summary line.
+// After training (and save_training_set): the four test sentences, the attention picture, BLEU on
+// the training pairs, and the --json summary line.
 void finish_training(translation::BatchedTranslator& model, const text::PairSet& set,
                      const text::BatchedData& data, const translation::TrainingReport& report,
                      const TrainOutputs& outputs, std::ostream& out);

@@ -7,12 +7,14 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "autograd/ops.hpp"
 #include "examples/common/output_folder.hpp"
 #include "examples/translate/batched_checkpoint.hpp"
+#include "examples/translate/batched_resume.hpp"
 #include "examples/translate/checkpoint_sizes.hpp"
 #include "examples/translate/size_limits.hpp"
 #include "models/transformer/transformer.hpp"
@@ -206,8 +208,16 @@ void declare_transformer_eval_flags(cli::Parser& parser, BatchedEvalFlags& flags
 
 // ---------------------------------------------------------------- commands
 
-int run_transformer_train(const TransformerTrainFlags& flags) {
-  std::ostream& out = flags.json ? std::cerr : std::cout;  // with --json stdout holds one line
+int run_transformer_train(const TransformerTrainFlags& given) {
+  std::ostream& out = given.json ? std::cerr : std::cout;  // with --json stdout holds one line
+  // A resumed run takes its settings from the checkpoint (batched_resume.hpp).
+  std::optional<ResumePoint> resumed;
+  TransformerTrainFlags flags = given;
+  if (!given.resume.empty()) {
+    resumed = read_resume_point(given.resume, kTransformerRecipe);
+    apply_resume_settings(given.resume, resumed->settings, flags);
+    check_resume_epochs(given.resume, *resumed, flags.epochs);
+  }
   use_threads(flags.threads, flags.replicas);
   check(flags.hidden % flags.heads == 0,
         "--heads {} does not divide --hidden {}; each head gets hidden / heads numbers",
@@ -217,6 +227,7 @@ int run_transformer_train(const TransformerTrainFlags& flags) {
   text::require_pairs(set.pairs, set.report, "to train on");
   const text::BatchedData data = prepare_data(
       set, {flags.data, flags.direction, flags.num_examples, flags.min_freq, flags.num_steps}, out);
+  if (resumed) check_resume_vocabularies(flags.resume, *resumed, data);
   const TransformerCheckpoint info{
       TransformerOptions(data.source_vocabulary.size(), data.target_vocabulary.size())
           .num_hiddens(flags.hidden)
@@ -226,17 +237,43 @@ int run_transformer_train(const TransformerTrainFlags& flags) {
           .dropout(flags.dropout),
       {kTransformerRecipe, data.source_vocabulary, data.target_vocabulary, flags.num_steps,
        flags.data, flags.direction, data.source.rows}};
-  cli::prepare_output_folder("--out", flags.out);
+  const BatchedTrainingOptions training = training_options(flags);
 
   Generator generator(static_cast<uint64_t>(flags.seed));
   Transformer model(info.model, generator);
+  BatchedTrainer trainer(model, data, training);
+  if (resumed) {
+    nn::load_training_state(flags.resume, model, &trainer.optimizer());
+    trainer.restore(resumed->position);
+  }
+  cli::prepare_output_folder("--out", flags.out);
+
   out << fmt::format(
       "Training {} parameters (d = {}, {} blocks, {} heads, FFN {}, dropout {}) for {} epochs, "
       "batch {}, lr {}, {}\n",
       model.parameter_count(), flags.hidden, flags.blocks, flags.heads, flags.ffn, flags.dropout,
       flags.epochs, flags.batch, flags.lr, threads_text(flags.replicas));
-  const TrainingReport report = train_reporting_progress(model, data, training_options(flags),
-                                                         flags.print_every, flags.out, out);
+  if (resumed) {
+    out << fmt::format("Resuming {} {} (data, model and settings from it)\n", flags.resume,
+                       position_text(resumed->position, flags.epochs));
+  }
+  // SIGINT and SIGTERM stop the run between two steps, until the last save is done.
+  std::optional<cli::InterruptGuard> guard;
+  cli::InterruptGuard& interrupts = guard.emplace();
+  const nlohmann::json settings = resume_settings(flags);
+  const auto save = [&] {
+    save_training_set(flags.out, model, trainer, to_metadata(info, flags, trainer.report()),
+                      settings, interrupts);
+  };
+  const bool finished = train_reporting_progress(
+      trainer, model, training,
+      {flags.print_every, flags.checkpoint_every, flags.out, save, &interrupts}, out);
+  save();
+  if (!finished) {
+    print_interrupted(out, trainer, flags.epochs, flags.out, interrupts);
+    return interrupts.exit_status();
+  }
+  guard.reset();  // from here on a signal ends the program as usual
 
   TrainOutputs outputs;
   outputs.recipe = kTransformerRecipe;
@@ -244,12 +281,11 @@ int run_transformer_train(const TransformerTrainFlags& flags) {
   outputs.num_steps = flags.num_steps;
   outputs.attention_sentence = flags.attention_sentence;
   outputs.json = flags.json;
-  outputs.metadata = to_metadata(info, flags, report);
   outputs.pictures = "attention/*.svg (every head)";
   outputs.draw_attention = [&model](const fs::path& folder, const SentenceTranslation& drawn) {
     save_all_heads(folder / "attention", model, drawn);
   };
-  finish_training(model, set, data, report, outputs, out);
+  finish_training(model, set, data, trainer.report(), outputs, out);
   return 0;
 }
 

@@ -44,6 +44,8 @@ struct TransformerTrainFlags {
   int64_t threads = 0;  // 0: one per replica
   int64_t replicas = 1;
   int64_t print_every = 10;
+  int64_t checkpoint_every = 0;  // epochs between checkpoints (0: only at the end)
+  std::string resume;            // checkpoint to continue
   std::string attention_sentence = "i'm home .";
   std::string out = "out/translate_transformer";
   bool json = false;

@@ -55,7 +55,7 @@ void declare_train_flags(cli::Parser& parser, TrainFlags& flags) {
       .flag("plot-every", flags.plot_every, "iterations per point of the loss curve",
             cli::positive())
       .flag("checkpoint-every", flags.checkpoint_every,
-            "iterations between checkpoints (0: only at the end and on Ctrl-C)",
+            "iterations between checkpoints (0: only at the end and on Ctrl-C or SIGTERM)",
             cli::non_negative())
       .flag("out", flags.out, "folder for the checkpoint and the pictures (created if missing)")
       .flag("resume", flags.resume,

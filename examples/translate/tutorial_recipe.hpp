@@ -79,10 +79,11 @@ void declare_translate_flags(cli::Parser& parser, TranslateFlags& flags);
 void declare_eval_flags(cli::Parser& parser, EvalFlags& flags);
 
 // train: read the data (or resume a checkpoint), train until --iters or
-// Ctrl-C, write checkpoint.safetensors, loss.svg and attention_*.svg into
-// flags.out, then print the loss table, example translations and the
+// SIGINT / SIGTERM, write checkpoint.safetensors, loss.svg and attention_*.svg
+// into flags.out, then print the loss table, example translations and the
 // validation BLEU (with --json, a summary line on stdout). Returns the exit
-// status: 0, or 130 when interrupted (after saving).
+// status: 0, or 130 (SIGINT) or 143 (SIGTERM) when interrupted (after saving
+// the checkpoint and loss.svg).
 int run_train(const TrainFlags& flags);
 // translate: one sentence per line of stdin, one translation per line of
 // stdout (with --nbest, the K best, one a line: beam_flags.hpp); warnings

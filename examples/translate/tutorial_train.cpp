@@ -1,7 +1,7 @@
 // examples/translate/tutorial_train.cpp — `translate train` with the tutorial
 // recipe (see tutorial_recipe.hpp), in named steps: read the data and the
 // checkpoint to resume, settle the model and training settings, build the
-// model, train until done or Ctrl-C, save, then report.
+// model, train until done or SIGINT / SIGTERM, save, then report.
 //
 // Everything that can fail on bad input (a missing or empty data file, a
 // checkpoint that does not fit) happens before anything is written.
@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <csignal>
 #include <filesystem>
 #include <functional>
 #include <iostream>
@@ -19,6 +18,7 @@
 #include <vector>
 
 #include "examples/common/divergence.hpp"
+#include "examples/common/interrupt.hpp"
 #include "examples/common/output_folder.hpp"
 #include "examples/translate/tutorial_recipe.hpp"
 #include "models/seq2seq/corpus.hpp"
@@ -35,34 +35,6 @@ using namespace attograd::seq2seq;
 namespace fs = std::filesystem;
 
 namespace {
-
-// ---------------------------------------------------------------- Ctrl-C
-
-// Set by the SIGINT handler; the training loop checks it before each
-// iteration, so the handler does nothing but this one async-signal-safe write.
-volatile std::sig_atomic_t interrupted = 0;
-
-extern "C" void on_interrupt(int) { interrupted = 1; }
-
-// Installs on_interrupt for the lifetime of the object. SA_RESETHAND puts the
-// default action back after the first Ctrl-C, so a second one ends the
-// program at once if saving ever hangs.
-class InterruptHandler {
- public:
-  InterruptHandler() {
-    struct sigaction action {};
-    action.sa_handler = on_interrupt;
-    sigemptyset(&action.sa_mask);
-    action.sa_flags = SA_RESETHAND;
-    sigaction(SIGINT, &action, &previous_);
-  }
-  ~InterruptHandler() { sigaction(SIGINT, &previous_, nullptr); }
-  InterruptHandler(const InterruptHandler&) = delete;
-  InterruptHandler& operator=(const InterruptHandler&) = delete;
-
- private:
-  struct sigaction previous_ {};
-};
 
 // ---------------------------------------------------------------- data and settings
 
@@ -182,7 +154,7 @@ std::string duration_text(double seconds) {
 
 // What one session of training (one run of the program) did.
 struct Session {
-  bool finished = false;        // all iterations done (false: stopped by Ctrl-C)
+  bool finished = false;        // all iterations done (false: stopped by a signal)
   double last_loss = 0;         // the latest interval's average loss
   int64_t iterations_run = 0;   // in this session
   double ms_per_iteration = 0;  // in this session
@@ -224,12 +196,13 @@ void check_not_diverged(Trainer& trainer, const OutputFiles& files, bool weights
   }
 }
 
-// Trains until the iterations are done or Ctrl-C, printing a progress line
-// after each interval and calling `save` every `checkpoint_every` iterations;
-// stops with an Error at the first non-finite loss, or at a reported average
+// Trains until the iterations are done or a signal (SIGINT, SIGTERM) stops it
+// between two iterations, printing a progress line after each interval and
+// calling `save` every `checkpoint_every` iterations; stops with an Error at the first non-finite loss, or at a reported average
 // over 100 times the first iteration's loss (before the save that follows it).
 Session train_session(Trainer& trainer, int64_t checkpoint_every, const std::function<void()>& save,
-                      const OutputFiles& files, std::ostream& out) {
+                      const OutputFiles& files, cli::InterruptGuard& interrupts,
+                      std::ostream& out) {
   Session session;
   session.last_loss =
       trainer.progress().interval_losses.empty() ? 0.0 : trainer.progress().interval_losses.back();
@@ -251,15 +224,12 @@ Session train_session(Trainer& trainer, int64_t checkpoint_every, const std::fun
   hooks.checkpoint = save;
   hooks.stop_requested = [&] {
     check_not_diverged(trainer, files, false);
-    return interrupted != 0;
+    return interrupts.stop_requested();
   };
 
   const int64_t first_iteration = trainer.progress().iteration;
   const double seconds_before = trainer.progress().train_seconds;
-  {
-    const InterruptHandler handler;
-    session.finished = trainer.run(hooks);
-  }
+  session.finished = trainer.run(hooks);
   session.iterations_run = trainer.progress().iteration - first_iteration;
   session.ms_per_iteration = session.iterations_run > 0
                                  ? 1000.0 * (trainer.progress().train_seconds - seconds_before) /
@@ -288,11 +258,12 @@ void save_loss_curve(const fs::path& path, const TrainingProgress& progress, int
 // The checkpoint (model, optimizer and all a resumed run needs) and the loss
 // curve so far, written as one set, and only from a run that has not diverged.
 void save_run(const OutputFiles& files, const Seq2Seq& model, Trainer& trainer,
-              const CheckpointInfo& info) {
+              const CheckpointInfo& info, const cli::InterruptGuard& interrupts) {
   check_not_diverged(trainer, files, true);
   cli::OutputSet set(files.folder);
   save_checkpoint(set.staged(files.checkpoint.filename().string()), model, &trainer.optimizer(),
                   info);
+  interrupts.during_save();
   save_loss_curve(set.staged(files.loss_curve.filename().string()), trainer.progress(),
                   info.training.plot_every());
   set.commit();
@@ -400,11 +371,14 @@ int run_train(const TrainFlags& flags) {
       training);
   if (resumed) load_training_state(flags.resume, trainer, *resumed);
 
-  // Train, saving every checkpoint_every iterations, at the end and on Ctrl-C.
+  // Train, saving every checkpoint_every iterations, at the end and on SIGINT
+  // or SIGTERM (Ctrl-C, kill): the guard lasts until the last save is done.
+  std::optional<cli::InterruptGuard> guard;
+  cli::InterruptGuard& interrupts = guard.emplace();
   const auto save = [&] {
     const CheckpointInfo info{options,  corpus.source_vocabulary, corpus.target_vocabulary, data,
                               training, trainer.progress()};
-    save_run(files, model, trainer, info);
+    save_run(files, model, trainer, info, interrupts);
   };
   out << fmt::format("Training {} parameters ({} decoder, H = {}) for {} iterations\n",
                      model.parameter_count(), to_string(options.decoder()), options.hidden_size(),
@@ -413,15 +387,21 @@ int run_train(const TrainFlags& flags) {
   // One iteration's graph is drawn with each module (encoder, decoder) as a box.
   cli::InspectSession inspect(flags.inspect,
                               DotOptions().names(model.named_parameters()).collapse_depth(1));
-  const Session session = train_session(trainer, flags.checkpoint_every, save, files, out);
+  const Session session =
+      train_session(trainer, flags.checkpoint_every, save, files, interrupts, out);
   inspect.finish(out);
   save();
   if (!session.finished) {
-    out << fmt::format("Interrupted at iteration {}; saved {} — continue with --resume {}\n",
-                       trainer.progress().iteration, files.checkpoint.string(),
-                       files.checkpoint.string());
-    return 130;  // 128 + SIGINT, what a shell reports for Ctrl-C
+    out << fmt::format(
+               "Interrupted at iteration {} of {} by {}; saved {} and {} — continue with --resume "
+               "{}\n",
+               trainer.progress().iteration, training.iterations(), interrupts.what(),
+               files.checkpoint.string(), files.loss_curve.filename().string(),
+               files.checkpoint.string())
+        << std::flush;
+    return interrupts.exit_status();  // 130 for SIGINT, 143 for SIGTERM, as a shell reports them
   }
+  guard.reset();  // from here on a signal ends the program as usual
 
   // Results: the loss table, translations, attention maps, validation BLEU.
   print_loss_table(out, trainer.progress(), training.print_every(), session);

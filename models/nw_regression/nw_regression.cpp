@@ -288,7 +288,8 @@ Tensor TrainingLoss::operator()(NWKernelRegression& model) const {
 
 TrainResult train(NWKernelRegression& model, const Tensor& x_train, const Tensor& y_train,
                   const TrainOptions& options,
-                  const std::function<void(int64_t epoch, double loss)>& on_epoch) {
+                  const std::function<void(int64_t epoch, double loss)>& on_epoch,
+                  const std::function<bool()>& stop_requested) {
   check_pooling_inputs("nw_regression::train", x_train, x_train, y_train);
   check(options.epochs() >= 1, "nw_regression::train: epochs must be at least 1, got {}",
         options.epochs());
@@ -301,6 +302,7 @@ TrainResult train(NWKernelRegression& model, const Tensor& x_train, const Tensor
   // Only the compute is timed: the clock stops while on_epoch runs.
   double start = thread_cpu_ms();
   for (int64_t epoch = 1; epoch <= options.epochs(); ++epoch) {
+    if (stop_requested && stop_requested() && epoch > 1) break;
     optimizer.zero_grad();
     const Tensor loss = training_loss(model);
     backward(loss);
@@ -361,7 +363,8 @@ double mean_squared_error(const Tensor& prediction, const Tensor& truth) {
 }
 
 ExperimentResult run_experiment(const ExperimentOptions& options,
-                                const std::function<void(int64_t epoch, double loss)>& on_epoch) {
+                                const std::function<void(int64_t epoch, double loss)>& on_epoch,
+                                const std::function<bool()>& stop_requested) {
   Generator generator(options.seed());
   ExperimentResult result;
   result.data = make_dataset(generator);
@@ -379,8 +382,9 @@ ExperimentResult run_experiment(const ExperimentOptions& options,
 
   const int64_t weight_count = options.weight_shape() == WeightShape::scalar ? 1 : n - 1;
   NWKernelRegression model(NWKernelRegressionOptions(weight_count), generator);
-  result.training = train(model, data.x_train, data.y_train,
-                          TrainOptions().epochs(options.epochs()).lr(options.lr()), on_epoch);
+  result.training =
+      train(model, data.x_train, data.y_train,
+            TrainOptions().epochs(options.epochs()).lr(options.lr()), on_epoch, stop_requested);
   result.learned = predict(model, data.x_test, data.x_train, data.y_train);
   result.learned_keys = slice(data.x_train, 0, 0, result.learned.attention_weights.size(1));
   result.w = model.w.clone_data();

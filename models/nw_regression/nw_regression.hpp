@@ -249,10 +249,13 @@ struct TrainResult {
 
 // The seed's loop: TrainingLoss (leave-one-out keys and values, the
 // unreduced squared error summed over the N inputs), plain SGD on w. `on_epoch(epoch, loss)`
-// (epochs count from 1) is called after each step.
+// (epochs count from 1) is called after each step. `stop_requested` (if set)
+// is asked before every step; true ends the training there (after at least
+// one step), with fewer losses than epochs.
 TrainResult train(NWKernelRegression& model, const Tensor& x_train, const Tensor& y_train,
                   const TrainOptions& options,
-                  const std::function<void(int64_t epoch, double loss)>& on_epoch = {});
+                  const std::function<void(int64_t epoch, double loss)>& on_epoch = {},
+                  const std::function<bool()>& stop_requested = {});
 
 // queries: (Q), keys: (N), values: (N) -> (Q), (Q,K).  The trained model
 // answers every query with the same keys: all N pairs for a scalar w; for a
@@ -330,9 +333,11 @@ struct ExperimentResult {
 
 // One run from one seed: data, then w's initial values, all drawn from a
 // Generator seeded with options.seed.
+// stop_requested as train's.
 ExperimentResult run_experiment(
     const ExperimentOptions& options,
-    const std::function<void(int64_t epoch, double loss)>& on_epoch = {});
+    const std::function<void(int64_t epoch, double loss)>& on_epoch = {},
+    const std::function<bool()>& stop_requested = {});
 
 // prediction, truth: (Q) -> the mean of (prediction − truth)², as a double.
 double mean_squared_error(const Tensor& prediction, const Tensor& truth);

@@ -3,6 +3,7 @@
 #include "models/text/batching.hpp"
 
 #include <algorithm>
+#include <sstream>
 #include <utility>
 
 #include "models/text/normalize.hpp"
@@ -96,6 +97,7 @@ BatchIterator::BatchIterator(PaddedArray source, PaddedArray target, std::int64_
 }
 
 void BatchIterator::start_epoch() {
+  rng_before_shuffle_ = rng_;
   order_ = shuffled_indices(num_examples(), rng_);
   position_ = 0;
   epoch_started_ = true;
@@ -111,6 +113,30 @@ std::optional<TranslationBatch> BatchIterator::next() {
   batch.target = gather_rows(target_, batch.example_indices);
   position_ = end;
   return batch;
+}
+
+BatchIterator::Position BatchIterator::position() const {
+  const bool in_epoch = epoch_started_ && position_ < num_examples();
+  std::ostringstream text;
+  text << (in_epoch ? rng_before_shuffle_ : rng_);
+  return {text.str(), in_epoch ? (position_ + batch_size_ - 1) / batch_size_ : 0};
+}
+
+void BatchIterator::resume(const Position& position) {
+  std::istringstream in(position.generator);
+  std::mt19937_64 rng;
+  in >> rng;
+  check(!in.fail() && (in >> std::ws).eof(),
+        "BatchIterator::resume: the saved batch order is not a generator state ({} characters)",
+        position.generator.size());
+  check(position.batches_taken >= 0 && position.batches_taken < num_batches(),
+        "BatchIterator::resume: {} batches taken, but an epoch has {}", position.batches_taken,
+        num_batches());
+  rng_ = rng;
+  epoch_started_ = false;
+  if (position.batches_taken == 0) return;
+  start_epoch();
+  position_ = position.batches_taken * batch_size_;
 }
 
 }  // namespace attograd::text

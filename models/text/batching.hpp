@@ -134,6 +134,20 @@ class BatchIterator {
   // The next batch of the current epoch, or std::nullopt when it is over.
   std::optional<TranslationBatch> next();
 
+  // Where the iteration stands, for a checkpoint: the generator's state
+  // before the current epoch's shuffle and the batches taken since, or, when
+  // no epoch is in progress (none started, or the last one finished), the
+  // state the next shuffle starts from and 0. resume(position()) on an
+  // iterator over the same examples continues with the same batches.
+  struct Position {
+    std::string generator;  // std::mt19937_64's text form
+    std::int64_t batches_taken = 0;
+  };
+  Position position() const;
+  // Throws attograd::Error when the state is not a generator's or the batch
+  // count is beyond this epoch's; then nothing changes.
+  void resume(const Position& position);
+
   std::int64_t num_examples() const { return source_.rows; }
   std::int64_t batch_size() const { return batch_size_; }
   // ceil(num_examples / batch_size).
@@ -144,8 +158,9 @@ class BatchIterator {
   PaddedArray target_;
   std::int64_t batch_size_;
   std::mt19937_64 rng_;
-  std::vector<std::int64_t> order_;  // this epoch's permutation of the examples
-  std::int64_t position_ = 0;        // the first example of the next batch, in order_
+  std::mt19937_64 rng_before_shuffle_;  // rng_ as this epoch's shuffle found it
+  std::vector<std::int64_t> order_;     // this epoch's permutation of the examples
+  std::int64_t position_ = 0;           // the first example of the next batch, in order_
   bool epoch_started_ = false;
 };
 

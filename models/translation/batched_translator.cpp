@@ -11,6 +11,7 @@
 #include "autograd/ops.hpp"
 #include "models/text/normalize.hpp"
 #include "nn/data_parallel.hpp"
+#include "nn/dropout.hpp"
 #include "nn/gru.hpp"
 #include "nn/init.hpp"
 #include "nn/linear.hpp"
@@ -88,11 +89,18 @@ double replicated_loss(nn::DataParallel& replicas, const text::TranslationBatch&
   return std::accumulate(totals.begin(), totals.end(), 0.0);
 }
 
-}  // namespace
+// Every generator of dropout masks under `module` (nn::Dropout's, and the
+// GRU's between its layers), in module order.
+void collect_dropout_generators(nn::Module& module, std::vector<Generator*>& generators) {
+  if (auto* dropout = dynamic_cast<nn::Dropout*>(&module))
+    generators.push_back(&dropout->generator());
+  if (auto* gru = dynamic_cast<nn::GRU*>(&module)) generators.push_back(&gru->dropout_generator());
+  for (const auto& [name, child] : module.children())
+    collect_dropout_generators(*child, generators);
+}
 
-TrainingReport train(BatchedTranslator& model, const text::BatchedData& data,
-                     const BatchedTrainingOptions& options,
-                     const std::function<void(const EpochReport&)>& on_epoch) {
+void check_training_options(const BatchedTranslator& model, const text::BatchedData& data,
+                            const BatchedTrainingOptions& options) {
   check(options.epochs() >= 0 && options.batch_size() >= 1 && options.lr() > 0 &&
             options.clip_norm() > 0,
         "translation::train: epochs ({}) must be >= 0, batch_size ({}) >= 1, and lr ({}) "
@@ -109,47 +117,171 @@ TrainingReport train(BatchedTranslator& model, const text::BatchedData& data,
         "match the model's ({} and {})",
         data.source_vocabulary.size(), data.target_vocabulary.size(),
         model.source_vocabulary_size(), model.target_vocabulary_size());
-  model.train();
-  nn::Adam adam(model.named_parameters(), nn::AdamOptions(options.lr()));
-  nn::LRScheduler scheduler(adam, options.lr_schedule());
-  const std::vector<Tensor> parameters = model.parameters();
-  nn::DataParallel replicas(model, make_copies(model, options.replicas(), options.seed()));
-  text::BatchIterator batches(data.source, data.target, options.batch_size(), options.seed());
+}
+
+}  // namespace
+
+struct BatchedTrainer::State {
+  State(BatchedTranslator& model_, const text::BatchedData& data,
+        const BatchedTrainingOptions& options_)
+      : model(model_),
+        options(options_),
+        adam(model.named_parameters(), nn::AdamOptions(options.lr())),
+        scheduler(adam, options.lr_schedule()),
+        parameters(model.parameters()),
+        copies(make_copies(model, options.replicas(), options.seed())),
+        replicas(model, copies),
+        batches(data.source, data.target, options.batch_size(), options.seed()) {
+    report.replicas = options.replicas();
+    collect_dropout_generators(model, dropout_generators);
+    for (const auto& copy : copies) collect_dropout_generators(*copy, dropout_generators);
+  }
+
+  BatchedTranslator& model;
+  BatchedTrainingOptions options;
+  nn::Adam adam;
+  nn::LRScheduler scheduler;
+  std::vector<Tensor> parameters;
+  std::vector<std::shared_ptr<nn::Module>> copies;
+  nn::DataParallel replicas;
+  text::BatchIterator batches;
+  std::vector<Generator*> dropout_generators;
   TrainingReport report;
-  report.replicas = options.replicas();
+  // The epoch in progress: its number and how far it has got.
+  int64_t epochs_done = 0;
+  bool in_epoch = false;
+  int64_t batches_done = 0;  // steps of the epoch in progress
+  double loss_sum = 0;
+  int64_t tokens = 0;
+  EpochReport epoch_report;
+};
+
+BatchedTrainer::BatchedTrainer(BatchedTranslator& model, const text::BatchedData& data,
+                               const BatchedTrainingOptions& options) {
+  check_training_options(model, data, options);
+  state_ = std::make_unique<State>(model, data, options);
+}
+
+BatchedTrainer::~BatchedTrainer() = default;
+
+const TrainingReport& BatchedTrainer::report() const { return state_->report; }
+
+nn::Optimizer& BatchedTrainer::optimizer() { return state_->adam; }
+
+bool BatchedTrainer::run(const Hooks& hooks) {
+  State& s = *state_;
+  s.model.train();
   using Clock = std::chrono::steady_clock;
-  for (int64_t epoch = 1; epoch <= options.epochs(); ++epoch) {
+  while (s.epochs_done < s.options.epochs()) {
+    if (!s.in_epoch) {
+      s.batches.start_epoch();
+      s.in_epoch = true;
+      s.batches_done = 0;
+      s.loss_sum = 0;
+      s.tokens = 0;
+      s.epoch_report = EpochReport();
+    }
     const Clock::time_point start = Clock::now();
-    double loss_sum = 0;
-    int64_t tokens = 0;
-    EpochReport epoch_report;
-    batches.start_epoch();
-    while (const std::optional<text::TranslationBatch> batch = batches.next()) {
-      adam.zero_grad();
-      const double total = replicated_loss(replicas, *batch);
-      nn::clip_grad_norm(parameters, options.clip_norm(), /*error_if_nonfinite=*/true);
-      adam.step();
+    while (s.batches_done < s.batches.num_batches()) {
+      if (hooks.stop_requested && hooks.stop_requested()) {
+        s.epoch_report.seconds += std::chrono::duration<double>(Clock::now() - start).count();
+        return false;
+      }
+      const std::optional<text::TranslationBatch> batch = s.batches.next();
+      ++s.batches_done;
+      s.adam.zero_grad();
+      const double total = replicated_loss(s.replicas, *batch);
+      nn::clip_grad_norm(s.parameters, s.options.clip_norm(), /*error_if_nonfinite=*/true);
+      s.adam.step();
       const int64_t batch_tokens = std::accumulate(batch->target.valid_lengths.begin(),
                                                    batch->target.valid_lengths.end(), int64_t{0});
-      if (tokens == 0 && batch_tokens > 0) {
-        epoch_report.first_batch_loss = total / static_cast<double>(batch_tokens);
+      if (s.tokens == 0 && batch_tokens > 0) {
+        s.epoch_report.first_batch_loss = total / static_cast<double>(batch_tokens);
       }
-      loss_sum += total;
-      tokens += batch_tokens;
+      s.loss_sum += total;
+      s.tokens += batch_tokens;
     }
-    epoch_report.epoch = epoch;
-    epoch_report.loss = tokens > 0 ? loss_sum / static_cast<double>(tokens) : 0;
-    epoch_report.tokens = tokens;
-    epoch_report.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    report.epochs.push_back(epoch_report);
-    report.final_loss = epoch_report.loss;
-    report.tokens += tokens;
-    report.seconds += epoch_report.seconds;
-    epoch_report.lr = adam.lr();
-    scheduler.step();
-    if (on_epoch) on_epoch(epoch_report);
+    s.in_epoch = false;
+    ++s.epochs_done;
+    EpochReport& epoch_report = s.epoch_report;
+    epoch_report.epoch = s.epochs_done;
+    epoch_report.loss = s.tokens > 0 ? s.loss_sum / static_cast<double>(s.tokens) : 0;
+    epoch_report.tokens = s.tokens;
+    epoch_report.seconds += std::chrono::duration<double>(Clock::now() - start).count();
+    s.report.epochs.push_back(epoch_report);
+    s.report.final_loss = epoch_report.loss;
+    s.report.tokens += s.tokens;
+    s.report.seconds += epoch_report.seconds;
+    epoch_report.lr = s.adam.lr();
+    s.scheduler.step();
+    if (hooks.on_epoch) hooks.on_epoch(epoch_report);
   }
-  return report;
+  return true;
+}
+
+TrainingPosition BatchedTrainer::position() const {
+  const State& s = *state_;
+  TrainingPosition position;
+  position.epochs_done = s.epochs_done;
+  const text::BatchIterator::Position batches = s.batches.position();
+  position.batches_done = batches.batches_taken;
+  position.batch_order = batches.generator;
+  for (const Generator* generator : s.dropout_generators) {
+    position.dropout_generators.push_back(generator->state());
+  }
+  if (position.batches_done > 0) {
+    position.loss_sum = s.loss_sum;
+    position.tokens = s.tokens;
+    position.first_batch_loss = s.epoch_report.first_batch_loss;
+    position.seconds = s.epoch_report.seconds;
+  }
+  position.report = s.report;
+  return position;
+}
+
+void BatchedTrainer::restore(const TrainingPosition& position) {
+  State& s = *state_;
+  check(position.epochs_done >= 0 && position.epochs_done <= s.options.epochs(),
+        "BatchedTrainer::restore: the run is at epoch {}, beyond the {} epochs asked for; ask "
+        "for more epochs to continue it",
+        position.epochs_done, s.options.epochs());
+  check(position.dropout_generators.size() == s.dropout_generators.size(),
+        "BatchedTrainer::restore: {} dropout generators were saved, but the model and its "
+        "replicas have {}",
+        position.dropout_generators.size(), s.dropout_generators.size());
+  check(std::ssize(position.report.epochs) == position.epochs_done,
+        "BatchedTrainer::restore: {} epoch reports for {} epochs done",
+        position.report.epochs.size(), position.epochs_done);
+  // Everything is checked on copies first, so a bad position changes nothing.
+  std::vector<Generator> generators(s.dropout_generators.size());
+  for (size_t i = 0; i < generators.size(); ++i) {
+    generators[i].set_state(position.dropout_generators[i]);
+  }
+  text::BatchIterator batches = s.batches;
+  batches.resume({position.batch_order, position.batches_done});
+
+  s.batches = std::move(batches);
+  for (size_t i = 0; i < generators.size(); ++i) *s.dropout_generators[i] = generators[i];
+  s.epochs_done = position.epochs_done;
+  s.report = position.report;
+  s.report.replicas = s.options.replicas();
+  s.in_epoch = position.batches_done > 0;
+  s.batches_done = position.batches_done;
+  s.loss_sum = s.in_epoch ? position.loss_sum : 0;
+  s.tokens = s.in_epoch ? position.tokens : 0;
+  s.epoch_report = EpochReport();
+  s.epoch_report.first_batch_loss = s.in_epoch ? position.first_batch_loss : 0;
+  s.epoch_report.seconds = s.in_epoch ? position.seconds : 0;
+  // The schedule's epoch, and the rate it implies for the epoch to come.
+  while (s.scheduler.last_epoch() < s.epochs_done) s.scheduler.step();
+}
+
+TrainingReport train(BatchedTranslator& model, const text::BatchedData& data,
+                     const BatchedTrainingOptions& options,
+                     const std::function<void(const EpochReport&)>& on_epoch) {
+  BatchedTrainer trainer(model, data, options);
+  trainer.run({.on_epoch = on_epoch, .stop_requested = {}});
+  return trainer.report();
 }
 
 // ---------------------------------------------------------------- translating

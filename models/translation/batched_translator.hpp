@@ -191,6 +191,66 @@ TrainingReport train(BatchedTranslator& model, const text::BatchedData& data,
                      const BatchedTrainingOptions& options,
                      const std::function<void(const EpochReport&)>& on_epoch = {});
 
+// Where a training stands between two steps, besides the parameters and
+// Adam's state (which nn::save_training_state keeps): with both, a resumed
+// run takes exactly the steps the uninterrupted one would have taken — the
+// same batches, the same dropout masks, the same learning rates.
+struct TrainingPosition {
+  int64_t epochs_done = 0;   // complete epochs (the schedule's epoch)
+  int64_t batches_done = 0;  // steps taken in epoch epochs_done + 1
+  // The batch order's generator before that epoch's shuffle (text::BatchIterator::Position).
+  std::string batch_order;
+  // Every dropout generator's state (Generator::state): the model's, then
+  // each replica's, in module order.
+  std::vector<std::string> dropout_generators;
+  // The epoch in progress so far (all 0 when batches_done is 0).
+  double loss_sum = 0;
+  int64_t tokens = 0;
+  double first_batch_loss = 0;
+  double seconds = 0;
+  TrainingReport report;  // the complete epochs
+};
+
+// The training loop of train() as an object that can stop between two steps
+// and be saved and restored there:
+//
+//   BatchedTrainer trainer(model, data, options);
+//   if (resuming) { nn::load_training_state(path, model, &trainer.optimizer());
+//                   trainer.restore(saved_position); }
+//   bool done = trainer.run({.on_epoch = …, .stop_requested = [&] { return interrupted; }});
+//   nn::save_training_state(path, model, &trainer.optimizer(), …trainer.position()…);
+class BatchedTrainer {
+ public:
+  BatchedTrainer(BatchedTranslator& model, const text::BatchedData& data,
+                 const BatchedTrainingOptions& options);
+  ~BatchedTrainer();
+  BatchedTrainer(const BatchedTrainer&) = delete;
+  BatchedTrainer& operator=(const BatchedTrainer&) = delete;
+
+  struct Hooks {
+    // After each epoch, its scheduler step included.
+    std::function<void(const EpochReport&)> on_epoch;
+    // Before each step: returning true stops the run there.
+    std::function<bool()> stop_requested;
+  };
+  // Trains until options.epochs() are done (returns true) or stop_requested
+  // says stop (returns false; run again to continue).
+  bool run(const Hooks& hooks);
+
+  const TrainingReport& report() const;
+  nn::Optimizer& optimizer();
+  // Where the run stands now (see TrainingPosition).
+  TrainingPosition position() const;
+  // Continues from `position` (saved from a trainer of the same model,
+  // options and data); load the parameters and Adam's state first. Throws
+  // attograd::Error, before changing anything, when it does not fit.
+  void restore(const TrainingPosition& position);
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
 // ---------------------------------------------------------------- translating
 
 // d2l's predict_seq2seq on raw text: preprocess_d2l (lower case, spaces
