@@ -690,6 +690,10 @@ def from_torch(source, out, data_path):
     if data["validation_fraction"] >= 1 or training["learning_rate"] <= 0:
         raise BridgeError(f"{where}: config.attograd's validation_fraction must be in [0, 1) and "
                           "learning_rate positive")
+    if progress["iteration"] > training["iterations"]:
+        raise BridgeError(f"{where}: config.attograd's progress is at iteration "
+                          f"{progress['iteration']}, beyond the {training['iterations']} its "
+                          "training record plans")
     metadata = {
         "seq2seq.format": FORMAT,
         "seq2seq.model": json.dumps({

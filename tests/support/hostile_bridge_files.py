@@ -187,6 +187,12 @@ def main(checkpoint, bundle_path, folder):
     bundle("progress_negative.pt", "'iteration' is -5",
            edit=with_extra("seq2seq.progress", json.dumps({**json.loads(
                config["attograd"]["seq2seq.progress"]), "iteration": -5})))
+    bundle("progress_beyond.pt", "beyond the",
+           edit=with_extra("seq2seq.progress", json.dumps({**json.loads(
+               config["attograd"]["seq2seq.progress"]), "iteration": 1 << 40})))
+    bundle("fraction_one.pt", "validation_fraction must be in [0, 1)",
+           edit=with_extra("seq2seq.data", json.dumps({**json.loads(
+               config["attograd"]["seq2seq.data"]), "validation_fraction": 1})))
     bundle("seed_negative.pt", "'seed' is -1",
            edit=with_extra("seq2seq.training", json.dumps({**json.loads(
                config["attograd"]["seq2seq.training"]), "seed": -1})))
