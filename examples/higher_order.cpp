@@ -40,6 +40,7 @@
 #include "models/nw_regression/nw_regression.hpp"
 #include "plot/svg_plot.hpp"
 #include "tensor/atomic_file.hpp"
+#include "tensor/printable.hpp"
 
 using namespace attograd;
 
@@ -468,7 +469,7 @@ void print_report(const Flags& flags, const HvpResult& hvp, const HessianResult&
              penalty.plain.gradient_norm2);
   fmt::print("   {:<18} {:>12.5f} {:>16.5f}\n\n", fmt::format("with λ = {:g}", flags.penalty),
              penalty.penalised.data_loss, penalty.penalised.gradient_norm2);
-  fmt::print("picture: {}\n", picture.string());
+  fmt::print("picture: {}\n", printable(picture.string(), 300));
 }
 
 void print_json_summary(const Flags& flags, const HvpResult& hvp, const HessianResult& hessian,

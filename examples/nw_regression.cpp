@@ -38,6 +38,7 @@
 #include "examples/common/output_folder.hpp"
 #include "plot/svg_plot.hpp"
 #include "tensor/atomic_file.hpp"
+#include "tensor/printable.hpp"
 
 using namespace attograd;
 using namespace attograd::nw_regression;
@@ -329,7 +330,7 @@ void print_report(const Flags& flags, const ExperimentResult& result, std::size_
   fmt::print("training: {} epochs in {:.3f} ms of compute\n", flags.epochs,
              result.training.compute_ms);
   fmt::print("pictures ({} SVG files) written to {}/  (* = drawn as the nonparametric fit)\n",
-             picture_count, out.string());
+             picture_count, printable(out.string(), 300));
 }
 
 int run_once(const Flags& given) {

@@ -20,7 +20,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     try {
       const PairSet set = read_pairs_from_stream(
           in, "fuzz.tsv", ReadOptions().reverse(reverse).normalization(normalization));
-      for (const auto& skipped : set.report.skipped) attograd::fuzz::check_refusal(skipped.message);
+      for (const auto& skipped : set.report.skipped_examples) {
+        attograd::fuzz::check_refusal(skipped.message);
+      }
+      // Every line is counted once, kept or skipped.
+      if (set.report.lines_read != set.report.pairs_kept + set.report.lines_skipped()) std::abort();
     } catch (const attograd::Error& error) {
       attograd::fuzz::check_refusal(error.what());
     }

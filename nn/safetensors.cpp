@@ -10,7 +10,6 @@
 #include <bit>
 #include <cstdint>
 #include <cstring>
-#include <fstream>
 #include <iterator>
 #include <limits>
 #include <new>
@@ -24,6 +23,7 @@
 #include "nn/safetensors_header.hpp"
 #include "tensor/atomic_file.hpp"
 #include "tensor/error.hpp"
+#include "tensor/input_file.hpp"
 
 namespace attograd::nn {
 
@@ -316,39 +316,17 @@ class ByteSource {
 
 class FileSource : public ByteSource {
  public:
-  explicit FileSource(const std::filesystem::path& path) : path_(path) {
-    std::error_code error;
-    const std::filesystem::file_status status = std::filesystem::status(path, error);
-    check(std::filesystem::exists(status), "read_safetensors: '{}' does not exist",
-          printable(path.string(), 300));
-    check(!std::filesystem::is_directory(status), "read_safetensors: '{}' is a folder, not a file",
-          printable(path.string(), 300));
-    // A device or a pipe has no size to check the header length against.
-    check(std::filesystem::is_regular_file(status),
-          "read_safetensors: '{}' is not a regular file (a device, a pipe or a socket); pass the "
-          "path of a .safetensors file",
-          printable(path.string(), 300));
-    size_ = std::filesystem::file_size(path, error);
-    check(!error, "read_safetensors: cannot read the size of '{}': {}",
-          printable(path.string(), 300), error.message());
-    in_.open(path, std::ios::binary);
-    check(in_.is_open(), "read_safetensors: cannot open '{}' for reading (check its permissions)",
-          printable(path.string(), 300));
-  }
-  uint64_t size() const override { return size_; }
+  // Only a regular file (tensor/input_file.hpp): a device or a pipe has no
+  // size to check the header length against, and may never end.
+  explicit FileSource(const std::filesystem::path& path)
+      : file_(path, {"read_safetensors", "pass the path of a .safetensors file"}) {}
+  uint64_t size() const override { return file_.size(); }
   void read(uint64_t offset, char* out, uint64_t count) override {
-    in_.seekg(static_cast<std::streamoff>(offset));
-    in_.read(out, static_cast<std::streamsize>(count));
-    check(in_.good() && uint64_t(in_.gcount()) == count,
-          "read_safetensors: reading file bytes {}..{} of '{}' failed (the file changed or "
-          "shrank while it was read, or the disk reported an error)",
-          offset, offset + count, printable(path_.string(), 300));
+    file_.read_at(offset, out, count);
   }
 
  private:
-  std::filesystem::path path_;
-  std::ifstream in_;
-  uint64_t size_ = 0;
+  InputFile file_;
 };
 
 class MemorySource : public ByteSource {

@@ -5,7 +5,7 @@
 // leave a truncated file behind. The recipe is the usual POSIX one:
 //
 //   1. write everything to a temporary file in the *same* folder
-//      ("<path>.tmp.<pid>.<counter>", so two writers never collide),
+//      ("<path>.attograd-tmp.<pid>.<counter>", so two writers never collide),
 //   2. fsync it, so the bytes are on disk before the name points at them,
 //   3. rename it onto the target — rename within one file system is atomic,
 //   4. fsync the folder (best effort), so the rename itself is durable.
@@ -18,6 +18,13 @@
 //
 // The new file gets the default permissions (0666 minus the umask); the old
 // file's permissions are not carried over.
+//
+// Every temporary file the project writes (here, and the staged sets of
+// examples/common/output_folder.hpp) carries one marker, ".attograd-tmp.",
+// that no user's file plausibly has. A killed writer leaves its temporary
+// behind; the cleanup removes a file only if its whole name parses as
+// "<name>.attograd-tmp.<pid>.<tag>" — so a user's "thesis.tmp.2023.docx" or
+// "IMG.tmp.31337.jpg" is never touched.
 #pragma once
 
 #include <fcntl.h>
@@ -28,6 +35,7 @@
 #include <cstddef>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <ostream>
 #include <sstream>
 #include <string>
@@ -35,8 +43,46 @@
 #include <system_error>
 
 #include "tensor/error.hpp"
+#include "tensor/printable.hpp"
 
 namespace attograd {
+
+// ---------------------------------------------------------------- temporary names
+
+// The marker in the name of every temporary file the project writes.
+inline constexpr std::string_view kTemporaryMarker = ".attograd-tmp.";
+
+// What follows a target's name to make its temporary: ".attograd-tmp.<pid>.<tag>".
+// `tag` is letters and digits, e.g. a counter ("3") or a role ("set7").
+inline std::string temporary_suffix(long pid, std::string_view tag) {
+  return fmt::format("{}{}.{}", kTemporaryMarker, pid, tag);
+}
+
+// The writer pid of `file_name` if the whole name is one of our temporaries,
+// "<name>.attograd-tmp.<pid>.<tag>" (non-empty name, a positive decimal pid,
+// a tag of letters and digits); nothing for any other name.
+inline std::optional<long> temporary_file_writer(std::string_view file_name) {
+  const size_t marker = file_name.rfind(kTemporaryMarker);
+  if (marker == std::string_view::npos || marker == 0) return std::nullopt;
+  const std::string_view rest = file_name.substr(marker + kTemporaryMarker.size());
+  const size_t dot = rest.find('.');
+  if (dot == std::string_view::npos || dot == 0 || dot > 9 || dot + 1 == rest.size()) {
+    return std::nullopt;
+  }
+  const std::string_view pid_digits = rest.substr(0, dot), tag = rest.substr(dot + 1);
+  const auto is_digit = [](char c) { return c >= '0' && c <= '9'; };
+  const auto is_tag_char = [&](char c) { return is_digit(c) || (c >= 'a' && c <= 'z'); };
+  long pid = 0;
+  for (const char c : pid_digits) {
+    if (!is_digit(c)) return std::nullopt;
+    pid = pid * 10 + (c - '0');
+  }
+  for (const char c : tag) {
+    if (!is_tag_char(c)) return std::nullopt;
+  }
+  if (pid <= 0 || pid_digits[0] == '0') return std::nullopt;
+  return pid;
+}
 
 namespace atomic_file_detail {
 
@@ -49,7 +95,7 @@ inline std::string os_reason(int code) { return std::system_category().message(c
 inline std::filesystem::path temporary_path_for(const std::filesystem::path& path) {
   static std::atomic<unsigned long> counter{0};
   std::filesystem::path temporary = path;
-  temporary += fmt::format(".tmp.{}.{}", static_cast<long>(::getpid()), counter++);
+  temporary += temporary_suffix(static_cast<long>(::getpid()), std::to_string(counter++));
   return temporary;
 }
 
@@ -92,8 +138,9 @@ inline void write_file_atomically(const std::filesystem::path& path, std::string
   const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
   if (fd < 0) {
     const int code = errno;
-    fail("cannot write '{}': {} (while creating the temporary file '{}')", path.string(),
-         detail::os_reason(code), temporary.string());
+    fail("cannot write '{}': {} (while creating the temporary file '{}')",
+         printable(path.string(), 300), detail::os_reason(code),
+         printable(temporary.string(), 300));
   }
 
   // Each step runs only if the previous one succeeded; `step` names the first
@@ -116,7 +163,7 @@ inline void write_file_atomically(const std::filesystem::path& path, std::string
   if (code != 0 || rename_error) {
     std::error_code ignored;
     std::filesystem::remove(temporary, ignored);
-    fail("cannot write '{}': {} (while {})", path.string(),
+    fail("cannot write '{}': {} (while {})", printable(path.string(), 300),
          code != 0 ? detail::os_reason(code) : rename_error.message(), step);
   }
   detail::sync_folder(path.parent_path());
@@ -130,7 +177,7 @@ inline void write_file_atomically(const std::filesystem::path& path,
   std::ostringstream buffer;
   write(buffer);
   check(!buffer.fail(), "cannot write '{}': the stream reported an error while it was filled",
-        path.string());
+        printable(path.string(), 300));
   write_file_atomically(path, std::string_view(buffer.view()));
 }
 

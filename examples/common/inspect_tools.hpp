@@ -25,6 +25,7 @@
 #include "attograd.hpp"
 #include "examples/common/cli.hpp"
 #include "tensor/atomic_file.hpp"
+#include "tensor/printable.hpp"
 
 extern char** environ;
 
@@ -58,9 +59,12 @@ inline std::filesystem::path svg_path_for(const std::filesystem::path& dot) {
 }
 
 // Runs `dot -Tsvg` on the file when Graphviz is installed: true if it wrote
-// the SVG (through a temporary file, so a failed render leaves none).
+// the SVG (through a temporary file of the project's pattern,
+// "<svg>.attograd-tmp.<pid>.render", so a failed render leaves none and a
+// user's file is never overwritten).
 inline bool render_svg(const std::filesystem::path& dot, const std::filesystem::path& svg) {
-  const std::filesystem::path temporary = svg.string() + ".rendering";
+  const std::filesystem::path temporary =
+      svg.string() + temporary_suffix(static_cast<long>(::getpid()), "render");
   const std::string input = dot.string(), output = temporary.string();
   char* argv[] = {const_cast<char*>("dot"),          const_cast<char*>("-Tsvg"),
                   const_cast<char*>(input.c_str()),  const_cast<char*>("-o"),
@@ -82,10 +86,12 @@ inline void write_dot_file(const std::filesystem::path& path, const std::string&
   write_file_atomically(path, text);
   const std::filesystem::path svg = svg_path_for(path);
   if (render_svg(path, svg)) {
-    out << fmt::format("Wrote the graph to {} and {}\n", path.string(), svg.string());
+    out << fmt::format("Wrote the graph to {} and {}\n", printable(path.string(), 300),
+                       printable(svg.string(), 300));
   } else {
-    out << fmt::format("Wrote the graph to {} (render it with: dot -Tsvg {} -o {})\n",
-                       path.string(), path.string(), svg.string());
+    const std::string shown = printable(path.string(), 300);
+    out << fmt::format("Wrote the graph to {} (render it with: dot -Tsvg {} -o {})\n", shown, shown,
+                       printable(svg.string(), 300));
   }
 }
 

@@ -7,12 +7,12 @@
 
 #include <atomic>
 #include <cerrno>
-#include <charconv>
 #include <optional>
 #include <string_view>
 #include <system_error>
 
 #include "nn/safetensors_messages.hpp"
+#include "tensor/atomic_file.hpp"
 #include "tensor/error.hpp"
 
 namespace attograd::cli {
@@ -31,20 +31,6 @@ std::optional<fs::path> file_in_the_way(const fs::path& folder) {
     if (part == part.parent_path()) break;
   }
   return std::nullopt;
-}
-
-// The writer pid of a temporary name "<name>.tmp.<pid>.<tag>", if it is one.
-std::optional<long> temporary_writer(const std::string& file_name) {
-  const size_t marker = file_name.rfind(".tmp.");
-  if (marker == std::string::npos || marker == 0) return std::nullopt;
-  const std::string_view rest = std::string_view(file_name).substr(marker + 5);
-  long pid = 0;
-  const auto [end, error] = std::from_chars(rest.data(), rest.data() + rest.size(), pid);
-  if (error != std::errc() || end == rest.data() || pid <= 0) return std::nullopt;
-  if (end == rest.data() + rest.size() || *end != '.' || end + 1 == rest.data() + rest.size()) {
-    return std::nullopt;
-  }
-  return pid;
 }
 
 bool process_has_ended(long pid) {
@@ -67,7 +53,8 @@ void prepare_output_folder(const std::string& flag, const fs::path& folder) {
     fail("{} '{}': cannot create the folder: {}", flag, shown, error.message());
   }
   // Only writing shows whether writing works (permissions, a read-only or full disk).
-  const fs::path probe = folder / fmt::format(".write_test.tmp.{}.probe", long(::getpid()));
+  fs::path probe = folder / ".write_test";
+  probe += temporary_suffix(long(::getpid()), "probe");
   const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) {
     const int code = errno;
@@ -88,7 +75,7 @@ size_t remove_stale_temporaries(const fs::path& folder) {
   std::error_code error;
   for (fs::directory_iterator it(folder, error), end; !error && it != end; it.increment(error)) {
     if (!it->is_regular_file(error)) continue;
-    const std::optional<long> writer = temporary_writer(it->path().filename().string());
+    const std::optional<long> writer = temporary_file_writer(it->path().filename().string());
     if (!writer || *writer == long(::getpid()) || !process_has_ended(*writer)) continue;
     std::error_code remove_error;
     if (fs::remove(it->path(), remove_error)) ++removed;
@@ -109,7 +96,7 @@ fs::path OutputSet::staged(const std::string& name) {
   static std::atomic<unsigned long> counter{0};
   const fs::path final_path = folder_ / name;
   fs::path staged = final_path;
-  staged += fmt::format(".tmp.{}.set{}", long(::getpid()), counter++);
+  staged += temporary_suffix(long(::getpid()), fmt::format("set{}", counter++));
   files_.emplace_back(staged, final_path);
   return staged;
 }

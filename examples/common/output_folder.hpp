@@ -18,9 +18,11 @@
 //   chart.save(set.staged("loss.svg"));
 //   set.commit();                          // now both names hold the new files
 //
-// Temporary names follow the project's one pattern, "<name>.tmp.<pid>.<tag>"
-// (tensor/atomic_file.hpp uses it too). A file of that pattern whose writer
-// process no longer exists is stale: prepare_output_folder removes it.
+// Temporary names follow the project's one pattern,
+// "<name>.attograd-tmp.<pid>.<tag>" (tensor/atomic_file.hpp defines it and
+// uses it too). A file whose whole name has that pattern and whose writer
+// process no longer exists is stale: prepare_output_folder removes it. No
+// other file is ever removed — a user's "thesis.tmp.2023.docx" stays.
 #pragma once
 
 #include <cstddef>
@@ -37,7 +39,8 @@ namespace attograd::cli {
 // folder came from ("--out").
 void prepare_output_folder(const std::string& flag, const std::filesystem::path& folder);
 
-// Removes the files in `folder` named "<name>.tmp.<pid>.<tag>" whose process
+// Removes the files in `folder` named "<name>.attograd-tmp.<pid>.<tag>"
+// (temporary_file_writer in tensor/atomic_file.hpp) whose process
 // <pid> has ended. Returns how many were removed; files it cannot remove are
 // left (they are only clutter).
 size_t remove_stale_temporaries(const std::filesystem::path& folder);

@@ -19,6 +19,7 @@
 #include "examples/common/output_folder.hpp"
 #include "examples/translate/batched_checkpoint.hpp"
 #include "examples/translate/batched_resume.hpp"
+#include "examples/translate/shown_text.hpp"
 #include "models/batched_seq2seq/batched_seq2seq.hpp"
 #include "models/text/normalize.hpp"
 #include "models/text/pairs.hpp"
@@ -48,12 +49,13 @@ text::PairSet read_data(const std::string& path, const std::string& direction) {
   text::PairSet set = text::read_pairs(
       path,
       text::ReadOptions().reverse(direction == "eng-fra").normalization(text::Normalization::kD2l));
-  for (size_t i = 0; i < set.report.skipped.size() && i < 10; ++i) {
-    std::cerr << "warning: " << set.report.skipped[i].message << " (line skipped)\n";
+  size_t shown = 0;
+  for (; shown < set.report.skipped_examples.size(); ++shown) {
+    std::cerr << "warning: " << set.report.skipped_examples[shown].message << " (line skipped)\n";
   }
-  if (set.report.skipped.size() > 10) {
-    std::cerr << fmt::format("warning: … and {} more skipped lines\n",
-                             set.report.skipped.size() - 10);
+  const auto skipped = static_cast<size_t>(set.report.lines_skipped());
+  if (skipped > shown) {
+    std::cerr << fmt::format("warning: … and {} more skipped lines\n", skipped - shown);
   }
   return set;
 }
@@ -564,9 +566,9 @@ int evaluate_checkpoint(BatchedTranslator& model, const TrainedOn& trained,
   out << fmt::format(
       "BLEU-4 {:.4f} on pairs {}..{} of {} ({} source sentences); precisions {:.3f} {:.3f} "
       "{:.3f} {:.3f}, brevity penalty {:.3f}; mean sentence BLEU (k = 2) {:.4f}\n",
-      bleu.score, flags.offset, flags.offset + std::ssize(pairs), path, evaluation.pairs.size(),
-      bleu.precisions[0], bleu.precisions[1], bleu.precisions[2], bleu.precisions[3],
-      bleu.brevity_penalty, evaluation.mean_sentence_bleu);
+      bleu.score, flags.offset, flags.offset + std::ssize(pairs), printable(path, 300),
+      evaluation.pairs.size(), bleu.precisions[0], bleu.precisions[1], bleu.precisions[2],
+      bleu.precisions[3], bleu.brevity_penalty, evaluation.mean_sentence_bleu);
   out << fmt::format("{} unknown source words mapped to <unk>, {} cut off beyond {} words\n",
                      evaluation.unknown_words, evaluation.dropped_words, trained.num_steps - 1);
   out << "decoding: " << translate_beam::describe(flags.beam) << "\n\n";
@@ -575,9 +577,12 @@ int evaluate_checkpoint(BatchedTranslator& model, const TrainedOn& trained,
     // Spread over the range rather than the first few, which are all one-word sentences.
     const EvaluatedPair& pair =
         evaluation.pairs[static_cast<size_t>(i * std::ssize(evaluation.pairs) / shown)];
-    out << "> " << pair.source << "\n";
-    for (const std::string& reference : pair.references) out << "= " << reference << "\n";
-    out << fmt::format("< {}   (bleu k=2: {:.3f})\n", pair.output, pair.sentence_bleu);
+    out << "> " << translate_text::shown_sentence(pair.source) << "\n";
+    for (const std::string& reference : pair.references) {
+      out << "= " << translate_text::shown_sentence(reference) << "\n";
+    }
+    out << fmt::format("< {}   (bleu k=2: {:.3f})\n", translate_text::shown_sentence(pair.output),
+                       pair.sentence_bleu);
     if (flags.beam.nbest) translate_beam::print_nbest_block(out, pair.nbest);
     out << "\n";
   }

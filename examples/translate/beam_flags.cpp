@@ -6,6 +6,7 @@
 
 #include <ostream>
 
+#include "examples/translate/shown_text.hpp"
 #include "examples/translate/size_limits.hpp"
 #include "models/text/normalize.hpp"
 
@@ -47,7 +48,8 @@ void print_nbest_lines(std::ostream& out, int64_t line_number,
 void print_nbest_block(std::ostream& out, const std::vector<decoding::ScoredWords>& nbest) {
   for (size_t rank = 0; rank < nbest.size(); ++rank) {
     out << fmt::format("  {}. {:8.4f} (log p {:8.4f})  {}\n", rank + 1, nbest[rank].score,
-                       nbest[rank].log_probability, text::join_words(nbest[rank].words));
+                       nbest[rank].log_probability,
+                       translate_text::shown_sentence(text::join_words(nbest[rank].words)));
   }
 }
 

@@ -16,11 +16,13 @@
 #include "examples/common/divergence.hpp"
 #include "examples/common/output_folder.hpp"
 #include "examples/translate/checkpoint_sizes.hpp"
+#include "examples/translate/shown_text.hpp"
 #include "examples/translate/size_limits.hpp"
 #include "models/seq2seq/seq2seq.hpp"
 #include "models/seq2seq/training.hpp"
 #include "models/text/normalize.hpp"
 #include "plot/svg_plot.hpp"
+#include "tensor/printable.hpp"
 
 namespace attograd::translate_tutorial {
 
@@ -122,11 +124,13 @@ std::vector<size_t> draw_without_replacement(size_t population, int64_t count, G
 }
 
 void print_skipped(std::ostream& out, const text::ReadReport& report, size_t limit) {
-  for (size_t i = 0; i < report.skipped.size() && i < limit; ++i) {
-    out << "warning: " << report.skipped[i].message << " (line skipped)\n";
+  size_t shown = 0;
+  for (; shown < report.skipped_examples.size() && shown < limit; ++shown) {
+    out << "warning: " << report.skipped_examples[shown].message << " (line skipped)\n";
   }
-  if (report.skipped.size() > limit) {
-    out << fmt::format("warning: … and {} more skipped lines\n", report.skipped.size() - limit);
+  const auto skipped = static_cast<size_t>(report.lines_skipped());
+  if (skipped > shown) {
+    out << fmt::format("warning: … and {} more skipped lines\n", skipped - shown);
   }
 }
 
@@ -161,15 +165,24 @@ void save_attention_map(const fs::path& path, const SentenceTranslation& transla
 
 namespace {
 
+// Unknown words quoted in one warning; the rest are counted.
+constexpr size_t kMaxUnknownWordsShown = 10;
+
 // Warns on stderr about the words of stdin line `line_number` that the model
-// could not read: unknown ones (returns how many) and those cut off.
+// could not read: unknown ones (returns how many) and those cut off. The
+// words are quoted escaped and cut (printable), at most kMaxUnknownWordsShown
+// of them, so the warning stays short however long the line.
 int64_t warn_about_unread_words(const SentenceTranslation& translation, int64_t line_number,
                                 int64_t max_length) {
   int64_t unknown = 0;
   if (!translation.unknown_words.empty()) {
     std::string words;
-    for (const std::string& word : translation.unknown_words) {
-      words += (words.empty() ? "'" : ", '") + word + "'";
+    const size_t count = translation.unknown_words.size();
+    for (size_t i = 0; i < count && i < kMaxUnknownWordsShown; ++i) {
+      words += (words.empty() ? "'" : ", '") + printable(translation.unknown_words[i]) + "'";
+    }
+    if (count > kMaxUnknownWordsShown) {
+      words += fmt::format(" and {} more", count - kMaxUnknownWordsShown);
     }
     std::cerr << fmt::format("warning: stdin:{}: {} unknown word{} mapped to <unk>: {}\n",
                              line_number, translation.unknown_words.size(),
@@ -236,14 +249,14 @@ int run_eval(const EvalFlags& flags) {
     const Corpus corpus = load_corpus(info.data);
     check_vocabularies(flags.checkpoint, info, corpus.source_vocabulary, corpus.target_vocabulary);
     pairs = corpus.split.validation;
-    name = fmt::format("the validation split of {}", info.data.path().string());
+    name = fmt::format("the validation split of {}", printable(info.data.path().string(), 300));
   } else {
     const text::PairSet set =
         text::read_pairs(flags.data, text::ReadOptions().reverse(info.data.reverse()));
     print_skipped(std::cerr, set.report);
     text::require_pairs(set.pairs, set.report, "to evaluate");
     pairs = set.pairs;
-    name = flags.data;
+    name = printable(flags.data, 300);
   }
   const Evaluation evaluation = evaluate(*model, info.source_vocabulary, info.target_vocabulary,
                                          pairs, translate_beam::beam_options(flags.beam));
@@ -262,9 +275,11 @@ int run_eval(const EvalFlags& flags) {
   for (const size_t index :
        draw_without_replacement(evaluation.pairs.size(), flags.examples, random)) {
     const translation::EvaluatedPair& example = evaluation.pairs[index];
-    out << "> " << example.source << "\n";
-    for (const std::string& reference : example.references) out << "= " << reference << "\n";
-    out << "< " << example.output << "\n";
+    out << "> " << translate_text::shown_sentence(example.source) << "\n";
+    for (const std::string& reference : example.references) {
+      out << "= " << translate_text::shown_sentence(reference) << "\n";
+    }
+    out << "< " << translate_text::shown_sentence(example.output) << "\n";
     if (flags.beam.nbest) translate_beam::print_nbest_block(out, example.nbest);
     out << "\n";
   }

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <istream>
 #include <map>
 #include <optional>
@@ -13,6 +12,8 @@
 #include "models/text/normalize.hpp"
 #include "models/text/shuffle.hpp"
 #include "tensor/error.hpp"
+#include "tensor/input_file.hpp"
+#include "tensor/printable.hpp"
 
 namespace attograd::text {
 
@@ -40,15 +41,24 @@ std::string_view to_string(SkipReason reason) {
   return "unknown reason";
 }
 
-std::int64_t ReadReport::skipped_count(SkipReason reason) const {
+// skipped_by_reason has one counter per SkipReason, the last being kEmptySentence.
+static_assert(std::tuple_size_v<decltype(ReadReport::skipped_by_reason)> ==
+              static_cast<std::size_t>(SkipReason::kEmptySentence) + 1);
+
+std::int64_t ReadReport::lines_skipped() const {
   std::int64_t count = 0;
-  for (const SkippedLine& line : skipped) count += line.reason == reason ? 1 : 0;
+  for (const std::int64_t each : skipped_by_reason) count += each;
   return count;
 }
 
+std::int64_t ReadReport::skipped_count(SkipReason reason) const {
+  return skipped_by_reason[static_cast<std::size_t>(reason)];
+}
+
 std::string ReadReport::summary() const {
-  std::string text = fmt::format("{}: {} lines read, {} pairs kept, {} skipped", source_name,
-                                 lines_read, pairs_kept, lines_skipped());
+  std::string text =
+      fmt::format("{}: {} lines read, {} pairs kept, {} skipped", printable(source_name, 300),
+                  lines_read, pairs_kept, lines_skipped());
   std::string reasons;
   for (const SkipReason reason : {SkipReason::kEmptyLine, SkipReason::kNoTab,
                                   SkipReason::kInvalidUtf8, SkipReason::kEmptySentence}) {
@@ -102,14 +112,18 @@ PairSet read_pairs_from_stream(std::istream& in, std::string_view source_name,
   set.direction = options.direction();
   ReadReport& report = set.report;
   report.source_name = std::string(source_name);
+  const std::string shown_name = printable(source_name, 300);
 
   std::string line;
   while (std::getline(in, line)) {
     ++report.lines_read;
     const std::int64_t line_number = report.lines_read;
     const auto skip = [&](SkipReason reason, std::string_view why) {
-      report.skipped.push_back(
-          {line_number, reason, fmt::format("{}:{}: {}", source_name, line_number, why)});
+      ++report.skipped_by_reason[static_cast<std::size_t>(reason)];
+      if (report.skipped_examples.size() < kMaxSkippedExamples) {
+        report.skipped_examples.push_back(
+            {line_number, reason, fmt::format("{}:{}: {}", shown_name, line_number, why)});
+      }
     };
 
     std::string_view view = line;
@@ -146,23 +160,17 @@ PairSet read_pairs_from_stream(std::istream& in, std::string_view source_name,
       set.pairs.push_back({std::move(*english), std::move(*french)});
     }
   }
-  check(!in.bad(), "{}: read error after line {}", source_name, report.lines_read);
+  check(!in.bad(), "{}: read error after line {}", shown_name, report.lines_read);
   report.pairs_kept = static_cast<std::int64_t>(set.pairs.size());
   return set;
 }
 
 PairSet read_pairs(const std::filesystem::path& path, const ReadOptions& options) {
-  const std::string name = path.string();
-  std::error_code error;
-  check(std::filesystem::exists(path, error),
-        "read_pairs: cannot open '{}': no such file (the English-French pairs ship as "
-        "data/eng-fra.tsv in the repository)",
-        name);
-  check(!std::filesystem::is_directory(path, error),
-        "read_pairs: '{}' is a directory, not a TSV file", name);
-  std::ifstream in(path, std::ios::binary);
-  check(in.is_open(), "read_pairs: cannot open '{}' for reading", name);
-  return read_pairs_from_stream(in, name, options);
+  InputFile file(path, {"read_pairs",
+                        "pass a UTF-8 text file of english<TAB>french lines; the pairs ship as "
+                        "data/eng-fra.tsv in the repository",
+                        kMaxPairsFileBytes});
+  return read_pairs_from_stream(file.stream(), path.string(), options);
 }
 
 void require_pairs(const std::vector<SentencePair>& pairs, const ReadReport& report,
@@ -170,7 +178,7 @@ void require_pairs(const std::vector<SentencePair>& pairs, const ReadReport& rep
   check(!pairs.empty(),
         "{}: no sentence pairs left {} — {}. Check the path, the file's format "
         "(english<TAB>french per line) and the filter options.",
-        report.source_name, stage, report.summary());
+        printable(report.source_name, 300), stage, report.summary());
 }
 
 // ---------------------------------------------------------------- filtering

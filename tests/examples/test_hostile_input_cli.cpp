@@ -343,8 +343,8 @@ TEST_CASE("Every recipe checks its checkpoint's sizes against the weights in the
 TEST_CASE("The next writer removes temporaries whose writer process has ended", "[cli][hostile]") {
   TemporaryFolder scratch;
   // pid 2^22 + 1 is above Linux's largest pid, so no process has it.
-  const fs::path stale = scratch.path / "checkpoint.safetensors.tmp.4194305.3";
-  const fs::path live = scratch.path / fmt::format("loss.svg.tmp.{}.0", ::getpid());
+  const fs::path stale = scratch.path / "checkpoint.safetensors.attograd-tmp.4194305.3";
+  const fs::path live = scratch.path / fmt::format("loss.svg.attograd-tmp.{}.0", ::getpid());
   const fs::path other = scratch.path / "notes.tmp.txt";
   for (const fs::path& path : {stale, live, other}) write_file(path, "x");
   attograd::cli::prepare_output_folder("--out", scratch.path);

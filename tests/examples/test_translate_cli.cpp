@@ -139,7 +139,7 @@ TEST_CASE("translate: train, then translate stdin and evaluate", "[translate][cl
   CHECK(attention.has_text("<EOS>"));
   REQUIRE(fs::exists(out / "checkpoint.safetensors"));
   for (const auto& entry : fs::directory_iterator(out)) {
-    CHECK(entry.path().filename().string().find(".tmp.") == std::string::npos);
+    CHECK(entry.path().filename().string().find(".attograd-tmp.") == std::string::npos);
   }
 
   // translate: one output line per input line; unknown words and bad bytes are reported.

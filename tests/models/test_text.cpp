@@ -111,16 +111,16 @@ TEST_CASE("read_pairs reads the fixture French -> English and reports skipped li
   CHECK(report.skipped_count(SkipReason::kEmptySentence) == 1);
 
   // Each skipped line names the file and the line.
-  CHECK(report.skipped[0].line_number == 7);
-  CHECK(report.skipped[0].reason == SkipReason::kNoTab);
-  CHECK(report.skipped[0].message == kFixture + ":7: no tab between the two sentences");
-  CHECK(report.skipped[1].line_number == 8);
-  CHECK(report.skipped[1].reason == SkipReason::kInvalidUtf8);
-  CHECK(report.skipped[1].message ==
+  CHECK(report.skipped_examples[0].line_number == 7);
+  CHECK(report.skipped_examples[0].reason == SkipReason::kNoTab);
+  CHECK(report.skipped_examples[0].message == kFixture + ":7: no tab between the two sentences");
+  CHECK(report.skipped_examples[1].line_number == 8);
+  CHECK(report.skipped_examples[1].reason == SkipReason::kInvalidUtf8);
+  CHECK(report.skipped_examples[1].message ==
         kFixture + ":8: invalid UTF-8 in the French sentence (byte 0xff at byte 32 of the line)");
-  CHECK(report.skipped[2].line_number == 10);
-  CHECK(report.skipped[3].line_number == 15);
-  CHECK(report.skipped[3].message ==
+  CHECK(report.skipped_examples[2].line_number == 10);
+  CHECK(report.skipped_examples[3].line_number == 15);
+  CHECK(report.skipped_examples[3].message ==
         kFixture + ":15: the English sentence is empty once normalised");
   CHECK(report.summary() == kFixture +
                                 ": 16 lines read, 12 pairs kept, 4 skipped (1 empty line, 1 "
@@ -157,7 +157,7 @@ TEST_CASE("read_pairs with d2l normalisation keeps accents", "[text]") {
 TEST_CASE("read_pairs throws with the path for a missing file", "[text]") {
   const std::string missing = std::string(ATTOGRAD_SOURCE_DIR) + "/tests/data/no_such_file.tsv";
   CHECK_THROWS_AS(read_pairs(missing), attograd::Error);
-  CHECK_THROWS_WITH(read_pairs(missing), Catch::Contains(missing) && Catch::Contains("no such"));
+  CHECK_THROWS_WITH(read_pairs(missing), Catch::Contains(missing) && Catch::Contains("does not exist"));
 }
 
 TEST_CASE("require_pairs explains an empty result", "[text]") {

@@ -486,7 +486,7 @@ TEST_CASE("A failed write leaves the old file intact and no temporary files", "[
   }
   CHECK(read_bytes(path) == old_bytes);
   for (const std::string& name : folder.listing()) {
-    CHECK(name.find(".tmp.") == std::string::npos);
+    CHECK(name.find(".attograd-tmp.") == std::string::npos);
   }
 }
 
