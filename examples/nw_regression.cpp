@@ -387,7 +387,8 @@ int run_once(const Flags& given) {
       << fmt::format(
              "Interrupted at epoch {} of {} by {}; wrote the pictures of the w reached to {}/ "
              "(nw_regression keeps no checkpoint: run it again to train all {} epochs)\n",
-             flags.epochs, given.epochs, interrupts.what(), out.string(), given.epochs)
+             flags.epochs, given.epochs, interrupts.what(), printable(out.string(), 300),
+             given.epochs)
       << std::flush;
   return interrupts.exit_status();
 }

@@ -317,7 +317,7 @@ void print_interrupted(std::ostream& out, const BatchedTrainer& trainer, int64_t
              "Interrupted {}{} by {}; saved {} and loss.svg — continue with --resume {} "
              "--epochs {}\n",
              position_text(position, epochs), position.batches_done == 0 ? "" : ",",
-             interrupts.what(), checkpoint, checkpoint, epochs)
+             interrupts.what(), printable(checkpoint, 300), printable(checkpoint, 300), epochs)
       << std::flush;
 }
 
@@ -406,7 +406,7 @@ void finish_training(BatchedTranslator& model, const text::PairSet& set,
       evaluation.mean_sentence_bleu);
   out << fmt::format("Wrote {}, loss.svg and {} ('{}') in {}\n",
                      checkpoint_path.filename().string(), outputs.pictures,
-                     outputs.attention_sentence, folder.string());
+                     printable(outputs.attention_sentence), printable(folder.string(), 300));
   if (outputs.json) {
     print_train_summary(outputs.recipe, model, data, report, tests, evaluation, checkpoint_path);
   }

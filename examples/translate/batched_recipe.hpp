@@ -18,6 +18,7 @@
 #include <functional>
 #include <iosfwd>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,9 @@ struct BatchedTrainFlags {
   int64_t print_every = 10;
   int64_t checkpoint_every = 0;  // epochs between checkpoints (0: only at the end)
   std::string resume;            // checkpoint to continue
+  // The flags named on the command line (cli::Parser::given()): with
+  // --resume, one that disagrees with the checkpoint is an error.
+  std::set<std::string> given;
   std::string attention_sentence = "i'm home .";
   std::string out = "out/translate_batched";
   bool json = false;

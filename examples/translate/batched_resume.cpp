@@ -90,12 +90,11 @@ void read_typed(const std::string& path, const nlohmann::json& settings, const c
   value = found->get<T>();
 }
 
-// A flag given on the command line (its value is not the default) must agree
-// with the checkpoint it resumes.
+// A flag named on the command line must agree with the checkpoint it resumes.
 template <typename T>
-void check_unchanged(const std::string& path, const char* flag, const T& given,
-                     const T& default_value, const T& saved) {
-  if (given == default_value || given == saved) return;
+void check_unchanged(const std::string& path, const char* flag, const T& given, bool named,
+                     const T& saved) {
+  if (!named || given == saved) return;
   throw cli::UsageError(
       fmt::format("--{} {}: --resume continues {} with its own settings (--{} {}); leave --{} out",
                   flag, given, path, flag, saved, flag));
@@ -142,24 +141,24 @@ void check_resume_vocabularies(const std::string& path, const ResumePoint& point
 }
 
 void resume_setting(const std::string& path, const nlohmann::json& settings, const char* key,
-                    const char* flag, int64_t& value, int64_t default_value) {
+                    const char* flag, int64_t& value, bool given) {
   int64_t saved = 0;
   read_typed(path, settings, key, saved, "whole number");
-  check_unchanged(path, flag, value, default_value, saved);
+  check_unchanged(path, flag, value, given, saved);
   value = saved;
 }
 void resume_setting(const std::string& path, const nlohmann::json& settings, const char* key,
-                    const char* flag, double& value, double default_value) {
+                    const char* flag, double& value, bool given) {
   double saved = 0;
   read_typed(path, settings, key, saved, "number");
-  check_unchanged(path, flag, value, default_value, saved);
+  check_unchanged(path, flag, value, given, saved);
   value = saved;
 }
 void resume_setting(const std::string& path, const nlohmann::json& settings, const char* key,
-                    const char* flag, std::string& value, const std::string& default_value) {
+                    const char* flag, std::string& value, bool given) {
   std::string saved;
   read_typed(path, settings, key, saved, "text");
-  check_unchanged(path, flag, value, default_value, saved);
+  check_unchanged(path, flag, value, given, saved);
   value = saved;
 }
 

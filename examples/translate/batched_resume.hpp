@@ -73,23 +73,22 @@ void check_resume_vocabularies(const std::string& path, const ResumePoint& point
 
 // `value` (the flag's value on the command line) becomes settings[key].
 // Throws attograd::Error naming the checkpoint and the key when the entry is
-// missing or of another type, and naming --<flag> when the command line gave
-// the flag a value (one other than its default) that is not the checkpoint's:
-// a resumed run cannot change it.
+// missing or of another type, and naming --<flag> when the command line named
+// the flag (`given`) with a value that is not the checkpoint's: a resumed run
+// cannot change it.
 void resume_setting(const std::string& path, const nlohmann::json& settings, const char* key,
-                    const char* flag, int64_t& value, int64_t default_value);
+                    const char* flag, int64_t& value, bool given);
 void resume_setting(const std::string& path, const nlohmann::json& settings, const char* key,
-                    const char* flag, double& value, double default_value);
+                    const char* flag, double& value, bool given);
 void resume_setting(const std::string& path, const nlohmann::json& settings, const char* key,
-                    const char* flag, std::string& value, const std::string& default_value);
+                    const char* flag, std::string& value, bool given);
 
 // Sets the flags resume_settings saved.
 template <typename TrainFlags>
 void apply_resume_settings(const std::string& path, const nlohmann::json& settings,
                            TrainFlags& flags) {
-  const TrainFlags defaults;
 #define ATTOGRAD_RESUME_SETTING(key, flag, member) \
-  resume_setting(path, settings, key, flag, flags.member, defaults.member)
+  resume_setting(path, settings, key, flag, flags.member, flags.given.contains(flag))
   ATTOGRAD_RESUME_SETTING("data", "data", data);
   ATTOGRAD_RESUME_SETTING("direction", "direction", direction);
   ATTOGRAD_RESUME_SETTING("num_examples", "num-examples", num_examples);

@@ -104,6 +104,7 @@ int main(int argc, char** argv) {
   return cli::run_main(parser, argc, argv, [&] {
     if (transformer) {
       if (parser.command() == "train") {
+        transformer_train.given = parser.given();
         return translate_transformer::run_transformer_train(transformer_train);
       }
       if (parser.command() == "translate") {
@@ -113,7 +114,10 @@ int main(int argc, char** argv) {
       return translate_transformer::run_transformer_eval(batched_eval);
     }
     if (batched) {
-      if (parser.command() == "train") return translate_batched::run_batched_train(batched_train);
+      if (parser.command() == "train") {
+        batched_train.given = parser.given();
+        return translate_batched::run_batched_train(batched_train);
+      }
       if (parser.command() == "translate") {
         return translate_batched::run_batched_translate(batched_translate, std::cin, std::cout,
                                                         std::cerr);

@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <iosfwd>
+#include <set>
 #include <string>
 
 #include "examples/common/cli.hpp"
@@ -46,6 +47,7 @@ struct TransformerTrainFlags {
   int64_t print_every = 10;
   int64_t checkpoint_every = 0;  // epochs between checkpoints (0: only at the end)
   std::string resume;            // checkpoint to continue
+  std::set<std::string> given;   // the flags named on the command line (as the batched recipe's)
   std::string attention_sentence = "i'm home .";
   std::string out = "out/translate_transformer";
   bool json = false;

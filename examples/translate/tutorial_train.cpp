@@ -28,6 +28,7 @@
 #include "plot/svg_plot.hpp"
 #include "tensor/error.hpp"
 #include "tensor/parallel.hpp"
+#include "tensor/printable.hpp"
 
 namespace attograd::translate_tutorial {
 
@@ -198,8 +199,9 @@ void check_not_diverged(Trainer& trainer, const OutputFiles& files, bool weights
 
 // Trains until the iterations are done or a signal (SIGINT, SIGTERM) stops it
 // between two iterations, printing a progress line after each interval and
-// calling `save` every `checkpoint_every` iterations; stops with an Error at the first non-finite loss, or at a reported average
-// over 100 times the first iteration's loss (before the save that follows it).
+// calling `save` every `checkpoint_every` iterations; stops with an Error at the first non-finite
+// loss, or at a reported average over 100 times the first iteration's loss (before the save that
+// follows it).
 Session train_session(Trainer& trainer, int64_t checkpoint_every, const std::function<void()>& save,
                       const OutputFiles& files, cli::InterruptGuard& interrupts,
                       std::ostream& out) {
@@ -396,8 +398,8 @@ int run_train(const TrainFlags& flags) {
                "Interrupted at iteration {} of {} by {}; saved {} and {} — continue with --resume "
                "{}\n",
                trainer.progress().iteration, training.iterations(), interrupts.what(),
-               files.checkpoint.string(), files.loss_curve.filename().string(),
-               files.checkpoint.string())
+               printable(files.checkpoint.string(), 300), files.loss_curve.filename().string(),
+               printable(files.checkpoint.string(), 300))
         << std::flush;
     return interrupts.exit_status();  // 130 for SIGINT, 143 for SIGTERM, as a shell reports them
   }
@@ -413,7 +415,7 @@ int run_train(const TrainFlags& flags) {
       validation.corpus.score, validation.pairs.size(), validation.unknown_words);
   out << fmt::format("Wrote {}, {} and attention_*.svg in {}\n",
                      files.checkpoint.filename().string(), files.loss_curve.filename().string(),
-                     files.folder.string());
+                     printable(files.folder.string(), 300));
   if (flags.json)
     print_json_summary(corpus, options, trainer.progress(), session, validation, files);
   return 0;
