@@ -15,7 +15,9 @@
 #include "tensor/parallel.hpp"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
+#include <bit>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
@@ -63,8 +65,9 @@ int64_t chunk_start(int64_t count, int64_t index, int64_t chunks) { return count
 // job only the system call that issues it.
 constexpr auto kCallerSpinTime = std::chrono::microseconds(10);
 
-// After a job its workers did not help, jobs run on the caller alone for a
-// while: 1 ms after one such job, doubling with each further one up to 1 s.
+// After a job its workers did not help, jobs of its size run on the caller
+// alone for a while: 1 ms after one such job, doubling with each further one
+// up to 1 s.
 // A worker that is woken but finds its core taken costs the caller nothing
 // while chunks are left (the caller takes them), but a worker taken off its
 // core in the middle of a chunk keeps the caller waiting for a time slice or
@@ -137,9 +140,11 @@ class Pool {
 
   int threads() const { return threads_; }
 
-  void run(int64_t count, int64_t chunks, const std::function<void(int64_t, int64_t)>& body) {
+  void run(int64_t count, int64_t work, int64_t chunks,
+           const std::function<void(int64_t, int64_t)>& body) {
+    Record& record = records_[std::bit_width(static_cast<uint64_t>(work))];
     const auto start = std::chrono::steady_clock::now();
-    if (start < alone_until_) {
+    if (start < record.alone_until) {
       // Workers have not helped lately (the other cores are busy): the
       // caller runs the chunks itself, in order, without waking anyone.
       const InsideRegion inside;
@@ -173,7 +178,7 @@ class Pool {
     }
     const auto end = std::chrono::steady_clock::now();
     body_ = nullptr;
-    learn(/*helped=*/own < chunks && (end - own_done) * 4 <= end - start, end);
+    record.learn(/*helped=*/own < chunks && (end - own_done) * 4 <= end - start, end);
     if (error_) std::rethrow_exception(error_);
   }
 
@@ -214,20 +219,6 @@ class Pool {
     }
   }
 
-  // A job helped when a worker ran some of its chunks and the caller, done
-  // with its own, waited for theirs less than a quarter of the job. A job
-  // that did not help doubles the time for which jobs then run on the caller
-  // alone (from kFirstTimeAlone up to kLongestTimeAlone); one that helped
-  // halves it.
-  void learn(bool helped, std::chrono::steady_clock::time_point now) {
-    if (helped) {
-      time_alone_ = time_alone_ / 2 < kFirstTimeAlone ? Duration::zero() : time_alone_ / 2;
-      return;
-    }
-    time_alone_ = std::clamp<Duration>(2 * time_alone_, kFirstTimeAlone, kLongestTimeAlone);
-    alone_until_ = now + time_alone_;
-  }
-
   void work() {
     auto work_or_stop = [&] { return stopping_.load() || Ticket::read(ticket_.load()).has_work(); };
     for (;;) {
@@ -254,10 +245,30 @@ class Pool {
   std::atomic<bool> caller_sleeping_{false};
   std::atomic<bool> stopping_{false};
   std::atomic<bool> failed_{false};
+  // What jobs of one size (work in [2^(b-1), 2^b)) have shown of the
+  // machine. A job helped when a worker ran some of its chunks and the
+  // caller, done with its own, waited for theirs less than a quarter of the
+  // job. One that did not help doubles the time for which jobs of its size
+  // then run on the caller alone (from kFirstTimeAlone up to
+  // kLongestTimeAlone); one that helped halves it. Sizes learn apart: a
+  // product too small for a worker to reach in time says nothing about a
+  // large one.
+  struct Record {
+    using Duration = std::chrono::steady_clock::duration;
+    Duration time_alone{};
+    std::chrono::steady_clock::time_point alone_until{};
+
+    void learn(bool helped, std::chrono::steady_clock::time_point now) {
+      if (helped) {
+        time_alone = time_alone / 2 < kFirstTimeAlone ? Duration::zero() : time_alone / 2;
+        return;
+      }
+      time_alone = std::clamp<Duration>(2 * time_alone, kFirstTimeAlone, kLongestTimeAlone);
+      alone_until = now + time_alone;
+    }
+  };
   // The caller's alone (run() is called under State::busy).
-  using Duration = std::chrono::steady_clock::duration;
-  Duration time_alone_{};
-  std::chrono::steady_clock::time_point alone_until_{};
+  std::array<Record, 65> records_{};
   // The current job; written by the caller before ticket_ publishes it.
   uint64_t job_ = 0;
   const std::function<void(int64_t, int64_t)>* body_ = nullptr;
@@ -349,7 +360,7 @@ void parallel_for(int64_t count, int64_t work, const std::function<void(int64_t,
     return;
   }
   if (!s.pool || s.pool->threads() != threads) s.pool = std::make_unique<Pool>(threads);
-  s.pool->run(count, chunk_count(count, work), body);
+  s.pool->run(count, work, chunk_count(count, work), body);
 }
 
 }  // namespace attograd::parallel

@@ -52,8 +52,9 @@ int64_t chunk_count(int64_t count, int64_t work);
 // Calls body(begin, end) on the chunks above, which cover [0, count), each
 // on whichever thread claims it (the calling thread included), and returns
 // when all are done. After jobs its workers did not help (late, or taken off
-// a busy core mid-chunk), the pool runs the chunks on the caller alone, in
-// order, for a while (1 ms, doubling up to 1 s; tensor/parallel.cpp). Runs body(0, count) on the calling thread when
+// a busy core mid-chunk), the pool runs jobs of that size on the caller
+// alone, chunk after chunk, for a while (1 ms, doubling up to 1 s;
+// tensor/parallel.cpp). Runs body(0, count) on the calling thread when
 // count < 2, work < min_parallel_work(), num_threads() is 1, another thread's
 // parallel_for is running, or it is called from inside another parallel_for.
 // An exception thrown by body is rethrown here once the chunks already
