@@ -1,14 +1,23 @@
 // tensor/parallel.cpp — the thread pool behind parallel_for.
 //
-// n − 1 worker threads wait for work, polling for a moment and then sleeping
-// on a condition variable; the calling thread is the n-th. A job is published
-// under the mutex with a new generation number, every thread runs its own
-// fixed range, and the caller waits until the last worker has reported back.
-// Ranges are a pure function of (count, n), never of which thread happens to
-// be faster, so a run is reproducible.
+// A job is cut into chunks whose boundaries depend on (count, work) alone
+// (tensor/parallel.hpp). The chunks are claimed one at a time from a shared
+// ticket, by the calling thread as well as by the n − 1 workers: the caller
+// publishes the job, wakes any sleeping worker, and starts on the chunks
+// itself. A worker that arrives late finds fewer chunks left, or none; the
+// caller waits only for chunks a worker has already claimed, never for a
+// worker to arrive. So on a machine whose other cores are busy (a worker
+// that may not run for a whole scheduler time slice) a job takes about what
+// it takes on one thread, and on an idle one the workers share it.
+//
+// Idle workers sleep on a condition variable (kCallerSpinTime below says
+// why they do not spin) and use no CPU.
 #include "tensor/parallel.hpp"
 
+#include <algorithm>
+#include <array>
 #include <atomic>
+#include <bit>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
@@ -25,45 +34,96 @@ namespace attograd::parallel {
 
 namespace {
 
-// Set in the pool's workers, and in the caller while it runs its own range:
-// a parallel_for reached from there runs serially.
+// Set in the pool's workers, and in the caller while it runs its chunks: a
+// parallel_for reached from there runs serially.
 thread_local bool inside_parallel_region = false;
 
-// [count·i/n, count·(i+1)/n): n contiguous ranges that differ in size by at most one.
-int64_t range_start(int64_t count, int index, int n) { return count * index / n; }
+// Marks this thread as inside a parallel region while it lives.
+class InsideRegion {
+ public:
+  InsideRegion() : was_inside_(inside_parallel_region) { inside_parallel_region = true; }
+  ~InsideRegion() { inside_parallel_region = was_inside_; }
+  InsideRegion(const InsideRegion&) = delete;
+  InsideRegion& operator=(const InsideRegion&) = delete;
 
-// How long an idle worker (and a caller waiting for its workers) polls
-// before sleeping on a condition variable. Waking a sleeping thread costs
-// tens of microseconds on a virtual machine (a futex wake and a reschedule);
-// a training step makes its parallel products a few microseconds apart, so a
-// worker that polls a little while finds the next job at once. After this
-// long without work it sleeps and uses no CPU.
-constexpr auto kPollTime = std::chrono::microseconds(200);
+ private:
+  bool was_inside_;
+};
 
-// Tells the core a poll loop is waiting (PAUSE on x86), so the other
-// hardware thread of the core, if any, runs meanwhile.
+// [count·i/chunks, count·(i+1)/chunks): contiguous chunks that differ in size by at most one.
+int64_t chunk_start(int64_t count, int64_t index, int64_t chunks) { return count * index / chunks; }
+
+// How long a caller that has run out of chunks spins, waiting for the ones
+// its workers claimed, before it sleeps: a worker's last chunk on a free core
+// ends within this in most jobs. Sleeping beyond it frees the caller's core,
+// so a worker that a busy core has taken off its CPU mid-chunk can be moved
+// to it at once. Idle workers do not spin: a worker that spins between jobs
+// is, to the scheduler, a thread that never sleeps, and on a busy core such a
+// thread loses the core for whole time slices, often in the middle of a
+// chunk the caller then waits for; a sleeping worker that is woken runs at
+// once. The caller never waits for a worker to wake, so the wake-up costs the
+// job only the system call that issues it.
+constexpr auto kCallerSpinTime = std::chrono::microseconds(10);
+
+// After a job its workers did not help, jobs of its size run on the caller
+// alone for a while: 1 ms after one such job, doubling with each further one
+// up to 1 s.
+// A worker that is woken but finds its core taken costs the caller nothing
+// while chunks are left (the caller takes them), but a worker taken off its
+// core in the middle of a chunk keeps the caller waiting for a time slice or
+// more; a busy machine risks that about once a second, and a machine whose
+// cores have come free gets its workers back within a second.
+constexpr std::chrono::steady_clock::duration kFirstTimeAlone = std::chrono::milliseconds(1);
+constexpr std::chrono::steady_clock::duration kLongestTimeAlone = std::chrono::seconds(1);
+
+// Tells the core a spin loop is waiting (PAUSE on x86).
 inline void relax() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
 #endif
 }
 
-// Polls ready() for kPollTime; true as soon as it holds.
+// Spins on ready() for kCallerSpinTime; true as soon as it holds.
 template <typename Ready>
-bool poll(Ready&& ready) {
-  const auto deadline = std::chrono::steady_clock::now() + kPollTime;
+bool spin(Ready&& ready) {
+  const auto deadline = std::chrono::steady_clock::now() + kCallerSpinTime;
   for (int spins = 0;; ++spins) {
     if (ready()) return true;
     relax();
-    if (spins % 64 == 63 && std::chrono::steady_clock::now() > deadline) return false;
+    if (spins % 16 == 15 && std::chrono::steady_clock::now() > deadline) return false;
   }
 }
+
+// The ticket: one 64-bit word holding the job's number, its chunk count and
+// the next unclaimed chunk, so that a claim (one compare-exchange) checks that
+// it is taking a chunk of the job it read.
+constexpr int kIndexBits = 12;
+constexpr uint64_t kIndexMask = (uint64_t{1} << kIndexBits) - 1;
+struct Ticket {
+  uint64_t job;
+  int64_t chunks, next;
+  static Ticket read(uint64_t word) {
+    return {word >> (2 * kIndexBits), static_cast<int64_t>((word >> kIndexBits) & kIndexMask),
+            static_cast<int64_t>(word & kIndexMask)};
+  }
+  uint64_t word() const {
+    return job << (2 * kIndexBits) | static_cast<uint64_t>(chunks) << kIndexBits |
+           static_cast<uint64_t>(next);
+  }
+  bool has_work() const { return next < chunks; }
+};
+
+}  // namespace
+
+// The most chunks a job is cut into (kIndexBits must hold it).
+static_assert(kMaxChunks <= int64_t{kIndexMask});
+
+namespace {
 
 class Pool {
  public:
   explicit Pool(int threads) : threads_(threads) {
-    for (int index = 1; index < threads; ++index)
-      workers_.emplace_back([this, index] { work(index); });
+    for (int index = 1; index < threads; ++index) workers_.emplace_back([this] { work(); });
   }
 
   ~Pool() {
@@ -80,61 +140,96 @@ class Pool {
 
   int threads() const { return threads_; }
 
-  void run(int64_t count, const std::function<void(int64_t, int64_t)>& body) {
-    {
-      std::lock_guard lock(mutex_);
-      body_ = &body;
-      count_ = count;
-      error_ = nullptr;
-      pending_.store(threads_ - 1);
-      generation_.fetch_add(1);  // publishes the job to polling workers
+  void run(int64_t count, int64_t work, int64_t chunks,
+           const std::function<void(int64_t, int64_t)>& body) {
+    Record& record = records_[std::bit_width(static_cast<uint64_t>(work))];
+    const auto start = std::chrono::steady_clock::now();
+    if (start < record.alone_until) {
+      // Workers have not helped lately (the other cores are busy): the
+      // caller runs the chunks itself, in order, without waking anyone.
+      const InsideRegion inside;
+      for (int64_t i = 0; i < chunks; ++i) {
+        body(chunk_start(count, i, chunks), chunk_start(count, i + 1, chunks));
+      }
+      return;
     }
-    start_.notify_all();  // and to sleeping ones
-    run_range(0);
-    if (!poll([this] { return pending_.load() == 0; })) {
+    // No worker touches the job's fields now: every chunk of the last job
+    // was finished before the last run returned, and a claim needs a chunk.
+    body_ = &body;
+    count_ = count;
+    error_ = nullptr;
+    failed_.store(false);
+    finished_.store(0);
+    ++job_;
+    ticket_.store(Ticket{job_, chunks, 0}.word());  // publishes the job (seq_cst)
+    if (sleepers_.load() > 0) {
+      { std::lock_guard lock(mutex_); }  // a worker between its check and its wait sees this
+      start_.notify_all();
+    }
+    int64_t own = 0;
+    while (claim_and_run()) ++own;
+    const auto own_done = std::chrono::steady_clock::now();
+    auto done = [&] { return finished_.load() == chunks; };
+    if (!spin(done)) {
       std::unique_lock lock(mutex_);
-      done_.wait(lock, [this] { return pending_.load() == 0; });
+      caller_sleeping_.store(true);
+      done_.wait(lock, done);
+      caller_sleeping_.store(false);
     }
-    std::lock_guard lock(mutex_);
+    const auto end = std::chrono::steady_clock::now();
     body_ = nullptr;
+    record.learn(/*helped=*/own < chunks && (end - own_done) * 4 <= end - start, end);
     if (error_) std::rethrow_exception(error_);
   }
 
  private:
-  // Runs this thread's range of the current job, keeping the first exception.
-  void run_range(int index) {
-    const bool was_inside = inside_parallel_region;
-    inside_parallel_region = true;
+  // Claims the next chunk of the current job and runs it; false when no
+  // chunk is left.
+  bool claim_and_run() {
+    uint64_t word = ticket_.load();
+    Ticket ticket = Ticket::read(word);
+    for (;;) {
+      if (!ticket.has_work()) return false;
+      Ticket claimed = ticket;
+      ++claimed.next;
+      if (ticket_.compare_exchange_weak(word, claimed.word())) break;
+      ticket = Ticket::read(word);
+    }
+    // The claim succeeded on the job published with this ticket, and that
+    // job cannot end before this chunk is counted below: its fields hold.
+    run_chunk(ticket.next, ticket.chunks);
+    if (finished_.fetch_add(1) + 1 == ticket.chunks && caller_sleeping_.load()) {
+      { std::lock_guard lock(mutex_); }  // the caller between its check and its wait sees this
+      done_.notify_one();
+    }
+    return true;
+  }
+
+  // Runs one chunk, keeping the first exception; once one chunk has thrown,
+  // the chunks not started yet are skipped.
+  void run_chunk(int64_t index, int64_t chunks) {
+    if (failed_.load()) return;
+    const InsideRegion inside;
     try {
-      const int64_t begin = range_start(count_, index, threads_);
-      const int64_t end = range_start(count_, index + 1, threads_);
-      if (begin < end) (*body_)(begin, end);
+      (*body_)(chunk_start(count_, index, chunks), chunk_start(count_, index + 1, chunks));
     } catch (...) {
       std::lock_guard lock(mutex_);
       if (!error_) error_ = std::current_exception();
+      failed_.store(true);
     }
-    inside_parallel_region = was_inside;
   }
 
-  void work(int index) {
-    uint64_t seen = 0;
+  void work() {
+    auto work_or_stop = [&] { return stopping_.load() || Ticket::read(ticket_.load()).has_work(); };
     for (;;) {
-      auto job_or_stop = [&] { return stopping_.load() || generation_.load() != seen; };
-      if (!poll(job_or_stop)) {
+      {
         std::unique_lock lock(mutex_);
-        start_.wait(lock, job_or_stop);
+        sleepers_.fetch_add(1);
+        start_.wait(lock, work_or_stop);
+        sleepers_.fetch_sub(1);
       }
       if (stopping_.load()) return;
-      {
-        // The job's fields were written under the mutex before generation_
-        // changed; taking it here makes them visible to this thread.
-        std::lock_guard lock(mutex_);
-        seen = generation_.load();
-      }
-      run_range(index);
-      if (pending_.fetch_sub(1) == 1) {
-        std::lock_guard lock(mutex_);  // a caller between its check and its wait sees this
-        done_.notify_one();
+      while (claim_and_run()) {
       }
     }
   }
@@ -142,15 +237,43 @@ class Pool {
   const int threads_;
   std::vector<std::thread> workers_;
   std::mutex mutex_;
-  std::condition_variable start_;  // a new job (or stopping_)
-  std::condition_variable done_;   // pending_ reached 0
-  std::atomic<uint64_t> generation_{0};
-  std::atomic<int> pending_{0};
+  std::condition_variable start_;  // work to claim (or stopping_), for sleeping workers
+  std::condition_variable done_;   // every chunk finished, for a sleeping caller
+  std::atomic<uint64_t> ticket_{0};
+  std::atomic<int64_t> finished_{0};
+  std::atomic<int> sleepers_{0};
+  std::atomic<bool> caller_sleeping_{false};
   std::atomic<bool> stopping_{false};
-  // The current job; written under mutex_ before generation_ changes.
+  std::atomic<bool> failed_{false};
+  // What jobs of one size (work in [2^(b-1), 2^b)) have shown of the
+  // machine. A job helped when a worker ran some of its chunks and the
+  // caller, done with its own, waited for theirs less than a quarter of the
+  // job. One that did not help doubles the time for which jobs of its size
+  // then run on the caller alone (from kFirstTimeAlone up to
+  // kLongestTimeAlone); one that helped halves it. Sizes learn apart: a
+  // product too small for a worker to reach in time says nothing about a
+  // large one.
+  struct Record {
+    using Duration = std::chrono::steady_clock::duration;
+    Duration time_alone{};
+    std::chrono::steady_clock::time_point alone_until{};
+
+    void learn(bool helped, std::chrono::steady_clock::time_point now) {
+      if (helped) {
+        time_alone = time_alone / 2 < kFirstTimeAlone ? Duration::zero() : time_alone / 2;
+        return;
+      }
+      time_alone = std::clamp<Duration>(2 * time_alone, kFirstTimeAlone, kLongestTimeAlone);
+      alone_until = now + time_alone;
+    }
+  };
+  // The caller's alone (run() is called under State::busy).
+  std::array<Record, 65> records_{};
+  // The current job; written by the caller before ticket_ publishes it.
+  uint64_t job_ = 0;
   const std::function<void(int64_t, int64_t)>* body_ = nullptr;
   int64_t count_ = 0;
-  std::exception_ptr error_;
+  std::exception_ptr error_;  // under mutex_ while the job runs
 };
 
 // 2^19 multiply-adds: 25–100 µs of one core's work, depending on the
@@ -217,6 +340,12 @@ void set_min_parallel_work(int64_t work) {
   state().min_work.store(work);
 }
 
+int64_t chunk_count(int64_t count, int64_t work) {
+  if (count < 2) return count < 1 ? 0 : 1;
+  const int64_t by_work = std::max<int64_t>(2, work / kChunkWork);
+  return std::min({count, kMaxChunks, by_work});
+}
+
 void parallel_for(int64_t count, int64_t work, const std::function<void(int64_t, int64_t)>& body) {
   if (count <= 0) return;
   const int threads = num_threads();
@@ -231,7 +360,7 @@ void parallel_for(int64_t count, int64_t work, const std::function<void(int64_t,
     return;
   }
   if (!s.pool || s.pool->threads() != threads) s.pool = std::make_unique<Pool>(threads);
-  s.pool->run(count, body);
+  s.pool->run(count, work, chunk_count(count, work), body);
 }
 
 }  // namespace attograd::parallel

@@ -1,7 +1,8 @@
 // tensor/parallel.hpp — a small thread pool for the large matrix products.
 //
-// The kernels stay single-threaded loops; parallel_for hands disjoint ranges
-// of *output rows* (or of batches) to the threads. Each output element is then
+// The kernels stay single-threaded loops; parallel_for cuts [0, count) into
+// contiguous chunks of *output rows* (or of batches, or of replicas) and the
+// threads claim the chunks one at a time. Each output element is then
 // computed by exactly one thread, with exactly the summation order it would
 // have on one thread, so results are bitwise identical for every thread count
 // and every run — threading changes the speed, never a number.
@@ -10,10 +11,14 @@
 //   parallel::parallel_for(rows, rows * K * N,  // work: multiply-adds in total
 //                          [&](int64_t begin, int64_t end) { /* rows [begin, end) */ });
 //
-// Waking a thread costs a few microseconds, so work below min_parallel_work()
-// multiply-adds runs on the calling thread. A parallel_for started from
-// inside another one (a batched product whose batches each call the matrix
-// kernel) runs serially in the thread that reached it.
+// A second thread never waits on a first: the calling thread claims chunks
+// too, so if the other cores are busy and a worker does not run for a whole
+// scheduler time slice, the caller simply runs every chunk itself, and the
+// job takes what it takes on one thread. Work below min_parallel_work()
+// multiply-adds (where even a prompt wake-up would not pay) runs on the
+// calling thread. A parallel_for started from inside another one (a batched
+// product whose batches each call the matrix kernel) runs serially in the
+// thread that reached it. tensor/parallel.cpp has the pool.
 #pragma once
 
 #include <cstdint>
@@ -25,8 +30,9 @@ namespace attograd::parallel {
 // call reads the environment variable ATTOGRAD_NUM_THREADS (a positive
 // integer); without it, std::thread::hardware_concurrency().
 int num_threads();
-// Sets the thread count (n ≥ 1; 1 turns threading off). Not to be called
-// while a parallel_for is running.
+// Sets the thread count (n ≥ 1; 1 turns threading off). A count other than
+// the pool's starts a new pool, which has learnt nothing of the machine yet.
+// Not to be called while a parallel_for is running.
 void set_num_threads(int n);
 
 // Work (multiply-adds) from which parallel_for splits; smaller jobs stay on
@@ -35,12 +41,24 @@ void set_num_threads(int n);
 int64_t min_parallel_work();
 void set_min_parallel_work(int64_t work);
 
-// Calls body(begin, end) on contiguous, disjoint ranges that cover
-// [0, count) — one per thread, the i-th being [count·i/n, count·(i+1)/n) — and
-// returns when all are done. Runs body(0, count) on the calling thread when
-// count < 2, work < min_parallel_work(), num_threads() is 1, or it is called
-// from inside another parallel_for. An exception thrown by body is rethrown
-// here once every range has finished.
+// A split job is cut into chunk_count(count, work) chunks, the i-th being
+// [count·i/c, count·(i+1)/c): one per kChunkWork multiply-adds, at least 2,
+// at most kMaxChunks and at most count. The chunks depend on the job alone,
+// never on the thread count or on which thread runs which.
+constexpr int64_t kChunkWork = int64_t{1} << 17;
+constexpr int64_t kMaxChunks = 64;
+int64_t chunk_count(int64_t count, int64_t work);
+
+// Calls body(begin, end) on the chunks above, which cover [0, count), each
+// on whichever thread claims it (the calling thread included), and returns
+// when all are done. After jobs its workers did not help (late, or taken off
+// a busy core mid-chunk), the pool runs jobs of that size on the caller
+// alone, chunk after chunk, for a while (1 ms, doubling up to 1 s;
+// tensor/parallel.cpp). Runs body(0, count) on the calling thread when
+// count < 2, work < min_parallel_work(), num_threads() is 1, another thread's
+// parallel_for is running, or it is called from inside another parallel_for.
+// An exception thrown by body is rethrown here once the chunks already
+// started have finished; the chunks not started by then are skipped.
 void parallel_for(int64_t count, int64_t work, const std::function<void(int64_t, int64_t)>& body);
 
 }  // namespace attograd::parallel

@@ -3,6 +3,7 @@
 // bit for bit the same on one thread or two; the copies take the model's
 // values, training mode, fast-path switches and grad mode; a step that throws
 // adds nothing; the parts of a batch; and copies that do not match the model.
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <memory>
 #include <optional>
@@ -14,6 +15,7 @@
 #include "attograd.hpp"
 #include "autograd/fast/fast.hpp"
 #include "nn/data_parallel.hpp"
+#include "tensor/parallel.hpp"
 #include "tests/support/tensor_checks.hpp"
 #include "tests/support/thread_settings.hpp"
 
@@ -116,11 +118,20 @@ TEST_CASE("DataParallel: a copy steps with the model's values, modes and switche
     bool recording = true;
     std::vector<real> weight;  // fc.weight as the step saw it
   };
+  // The pool lets the caller run a chunk a late worker has not claimed
+  // (tensor/parallel.hpp). So that the copy runs on the worker here, replica 0
+  // (the caller's first chunk) waits until replica 1 has started, and each run
+  // starts a new pool, which wakes its worker for the first job.
   auto run = [&](bool reference) {
     std::vector<Seen> seen(2);
     std::optional<fast::ReferencePath> path;
     if (reference) path.emplace();
+    parallel::set_num_threads(1);
+    parallel::set_num_threads(2);
+    std::atomic<bool> copy_started{false};
     parallel.run([&](int64_t replica, nn::Module& module) {
+      if (replica == 1) copy_started.store(true);
+      while (replica == 0 && !copy_started.load()) std::this_thread::yield();
       Seen& s = seen[static_cast<size_t>(replica)];
       s.module = &module;
       s.thread = std::this_thread::get_id();

@@ -1,7 +1,7 @@
 // tests/tensor/test_parallel.cpp — the thread pool and the threaded matrix products.
 //
 // parallel_for must cover every index exactly once with the documented
-// ranges, run nested calls serially and pass exceptions on. The products it
+// chunks, run nested calls serially and pass exceptions on. The products it
 // splits (kernels::matmul_forward by rows, bmm by batches) must give results
 // that are *bitwise* equal for 1, 2 and 3 threads: each entry is summed by one
 // thread in the single-threaded order, so not even rounding may differ. The
@@ -58,31 +58,44 @@ TEST_CASE("parallel: thread count from set_num_threads, bad counts rejected", "[
   CHECK_THROWS_WITH(parallel::set_min_parallel_work(-1), Contains("set_min_parallel_work(-1)"));
 }
 
-TEST_CASE("parallel: parallel_for covers every index once, in the documented ranges",
+TEST_CASE("parallel: a job is cut into chunks by its size alone", "[parallel]") {
+  using parallel::chunk_count;
+  CHECK(chunk_count(0, 1) == 0);
+  CHECK(chunk_count(1, int64_t{1} << 40) == 1);
+  CHECK(chunk_count(100, 1) == 2);  // at least two
+  CHECK(chunk_count(100, 5 * parallel::kChunkWork) == 5);
+  CHECK(chunk_count(100, 5 * parallel::kChunkWork + 1) == 5);
+  CHECK(chunk_count(3, int64_t{1} << 40) == 3);  // at most one index each
+  CHECK(chunk_count(100000, int64_t{1} << 40) == parallel::kMaxChunks);
+}
+
+TEST_CASE("parallel: parallel_for covers every index once, in the documented chunks",
           "[parallel]") {
   for (int threads : {1, 2, 3}) {
     const ThreadSettings settings(threads, 0);
     for (int64_t count : {0, 1, 2, 3, 7, 100}) {
-      std::mutex mutex;
-      std::vector<std::pair<int64_t, int64_t>> ranges;
-      std::vector<int> visits(static_cast<size_t>(count), 0);
-      parallel::parallel_for(count, 1, [&](int64_t begin, int64_t end) {
-        std::lock_guard lock(mutex);
-        ranges.emplace_back(begin, end);
-        for (int64_t i = begin; i < end; ++i) ++visits[static_cast<size_t>(i)];
-      });
-      CHECK(std::all_of(visits.begin(), visits.end(), [](int v) { return v == 1; }));
-      std::sort(ranges.begin(), ranges.end());
-      std::vector<std::pair<int64_t, int64_t>> expected;
-      if (count == 1) expected.emplace_back(0, 1);
-      if (count >= 2) {
-        for (int i = 0; i < threads; ++i) {
-          const int64_t begin = count * i / threads, end = count * (i + 1) / threads;
-          if (begin < end) expected.emplace_back(begin, end);
+      for (int64_t work : {int64_t{1}, 5 * parallel::kChunkWork, int64_t{1} << 40}) {
+        std::mutex mutex;
+        std::vector<std::pair<int64_t, int64_t>> ranges;
+        std::vector<int> visits(static_cast<size_t>(count), 0);
+        parallel::parallel_for(count, work, [&](int64_t begin, int64_t end) {
+          std::lock_guard lock(mutex);
+          ranges.emplace_back(begin, end);
+          for (int64_t i = begin; i < end; ++i) ++visits[static_cast<size_t>(i)];
+        });
+        CHECK(std::all_of(visits.begin(), visits.end(), [](int v) { return v == 1; }));
+        std::sort(ranges.begin(), ranges.end());
+        // One thread: the whole range at once. More: the chunks, whichever
+        // thread ran each.
+        std::vector<std::pair<int64_t, int64_t>> expected;
+        const int64_t chunks =
+            threads == 1 ? std::min<int64_t>(count, 1) : parallel::chunk_count(count, work);
+        for (int64_t i = 0; i < chunks; ++i) {
+          expected.emplace_back(count * i / chunks, count * (i + 1) / chunks);
         }
+        INFO("threads " << threads << ", count " << count << ", work " << work);
+        CHECK(ranges == expected);
       }
-      INFO("threads " << threads << ", count " << count);
-      CHECK(ranges == expected);
     }
   }
 }
