@@ -72,21 +72,6 @@ std::vector<std::string> with(std::vector<std::string> arguments,
 
 // The first `count` short "I'm …" pairs of the shipped data, which the
 // tutorial's filter keeps.
-fs::path tutorial_data(const fs::path& folder, size_t count) {
-  std::ifstream in(kShippedData);
-  std::string text;
-  size_t kept = 0;
-  for (std::string line; kept < count && std::getline(in, line);) {
-    const size_t tab = line.find('\t');
-    if (line.rfind("I'm ", 0) != 0 || tab == std::string::npos || tab > 30) continue;
-    text += line.substr(0, line.find('\t', tab + 1)) + "\n";
-    ++kept;
-  }
-  const fs::path path = folder / "pairs.tsv";
-  write_file(path, text);
-  return path;
-}
-
 }  // namespace
 
 TEST_CASE("Every flag that sizes work names its range in --help and refuses a value past it",

@@ -74,21 +74,6 @@ void check_folder(const fs::path& folder) {
 
 // The first `count` short "I'm …" pairs of the shipped data, which the
 // tutorial's filter keeps.
-fs::path tutorial_data(const fs::path& folder, size_t count) {
-  std::ifstream in(kShippedData);
-  std::string text;
-  size_t kept = 0;
-  for (std::string line; kept < count && std::getline(in, line);) {
-    const size_t tab = line.find('\t');
-    if (line.rfind("I'm ", 0) != 0 || tab == std::string::npos || tab > 30) continue;
-    text += line.substr(0, line.find('\t', tab + 1)) + "\n";
-    ++kept;
-  }
-  const fs::path path = folder / "pairs.tsv";
-  write_file(path, text);
-  return path;
-}
-
 std::vector<std::string> tutorial_train(const fs::path& data, const fs::path& out) {
   return {"train",    "--data", data.string(), "--out", out.string(),    "--iters", "10",
           "--hidden", "8",      "--examples",  "1",     "--print-every", "5"};

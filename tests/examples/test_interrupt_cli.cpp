@@ -70,7 +70,7 @@ void require_same_tensors(const fs::path& expected, const fs::path& actual) {
 }
 
 // The first `count` short "I'm …" pairs of the shipped file (the tutorial's filter keeps them).
-fs::path tutorial_data(const fs::path& folder, size_t count) {
+fs::path whole_line_data(const fs::path& folder, size_t count) {
   std::ifstream in(kShippedData);
   std::string text;
   size_t kept = 0;
@@ -125,7 +125,7 @@ TEST_CASE("interrupt: the tutorial recipe stops on SIGINT or SIGTERM and resumes
           "[interrupt][translate][cli]") {
   if constexpr (!kFloatBuild) return;
   TemporaryFolder scratch;
-  const fs::path data = tutorial_data(scratch.path, 40);
+  const fs::path data = whole_line_data(scratch.path, 40);
   const fs::path straight = scratch.path / "straight";
   const Run whole = run(tutorial_train(data, straight, 30), scratch.path);
   INFO("stderr: " << whole.err);
@@ -160,7 +160,7 @@ TEST_CASE(
     "[interrupt][translate][cli]") {
   if constexpr (!kFloatBuild) return;
   TemporaryFolder scratch;
-  const fs::path data = tutorial_data(scratch.path, 40);
+  const fs::path data = whole_line_data(scratch.path, 40);
   const fs::path out = scratch.path / "run";
   const Run cut = run_interrupted("TERM@15,again",
                                   with(tutorial_train(data, out, 30), {"--checkpoint-every", "10"}),

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -32,6 +33,23 @@ using testing::TemporaryFolder;
 using testing::write_file;
 using Run = testing::ProgramRun;
 inline const testing::Program run(kBinary);
+
+// A small pairs file in `folder`: the first `count` "I'm …" pairs of the
+// shipped data with short English sides (the tutorial filter keeps them).
+inline fs::path tutorial_data(const fs::path& folder, size_t count) {
+  std::ifstream in(kShippedData);
+  std::string text;
+  size_t kept = 0;
+  for (std::string line; kept < count && std::getline(in, line);) {
+    const size_t tab = line.find('\t');
+    if (line.rfind("I'm ", 0) != 0 || tab == std::string::npos || tab > 30) continue;
+    text += line.substr(0, line.find('\t', tab + 1)) + "\n";
+    ++kept;
+  }
+  const fs::path path = folder / "pairs.tsv";
+  write_file(path, text);
+  return path;
+}
 
 // A quick train command line: the first 64 pairs of the shipped file, a
 // progress line every epoch, and `model`'s flags (a tiny model).
