@@ -309,6 +309,24 @@ std::string position_text(const translation::TrainingPosition& position, int64_t
                      position.batches_done);
 }
 
+std::optional<int> train_and_save(BatchedTrainer& trainer, BatchedTranslator& model,
+                                  const BatchedTrainingOptions& training, const TrainingRun& run,
+                                  const std::function<nn::Metadata()>& metadata,
+                                  const nlohmann::json& settings, std::ostream& out) {
+  // SIGINT and SIGTERM stop the run between two steps, until the last save is done.
+  cli::InterruptGuard interrupts;
+  const auto save = [&] {
+    save_training_set(run.out_folder, model, trainer, metadata(), settings, interrupts);
+  };
+  const bool finished = train_reporting_progress(
+      trainer, model, training,
+      {run.print_every, run.checkpoint_every, run.out_folder, save, &interrupts}, out);
+  save();
+  if (finished) return std::nullopt;  // the guard ends here: a signal ends the program as usual
+  print_interrupted(out, trainer, run.epochs, run.out_folder, interrupts);
+  return interrupts.exit_status();
+}
+
 void print_interrupted(std::ostream& out, const BatchedTrainer& trainer, int64_t epochs,
                        const std::string& out_folder, const cli::InterruptGuard& interrupts) {
   const translation::TrainingPosition position = trainer.position();
@@ -452,23 +470,13 @@ int run_batched_train(const BatchedTrainFlags& given) {
     out << fmt::format("Resuming {} {} (data, model and settings from it)\n", flags.resume,
                        position_text(resumed->position, flags.epochs));
   }
-  // SIGINT and SIGTERM stop the run between two steps, until the last save is done.
-  std::optional<cli::InterruptGuard> guard;
-  cli::InterruptGuard& interrupts = guard.emplace();
-  const nlohmann::json settings = resume_settings(flags);
-  const auto save = [&] {
-    save_training_set(flags.out, model, trainer, to_metadata(info, flags, trainer.report()),
-                      settings, interrupts);
-  };
-  const bool finished = train_reporting_progress(
-      trainer, model, training,
-      {flags.print_every, flags.checkpoint_every, flags.out, save, &interrupts}, out);
-  save();
-  if (!finished) {
-    print_interrupted(out, trainer, flags.epochs, flags.out, interrupts);
-    return interrupts.exit_status();
+  if (const std::optional<int> stopped = train_and_save(
+          trainer, model, training,
+          {flags.print_every, flags.checkpoint_every, flags.out, flags.epochs},
+          [&] { return to_metadata(info, flags, trainer.report()); }, resume_settings(flags),
+          out)) {
+    return *stopped;  // a signal stopped the run: 130 for SIGINT, 143 for SIGTERM
   }
-  guard.reset();  // from here on a signal ends the program as usual
   TrainOutputs outputs;
   outputs.recipe = kRecipe;
   outputs.folder = flags.out;

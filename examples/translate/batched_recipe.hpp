@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <iosfwd>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -215,6 +216,27 @@ bool train_reporting_progress(translation::BatchedTrainer& trainer,
                               translation::BatchedTranslator& model,
                               const translation::BatchedTrainingOptions& training,
                               const TrainingSession& session, std::ostream& out);
+
+// What train_and_save needs of the command line.
+struct TrainingRun {
+  int64_t print_every = 10;
+  int64_t checkpoint_every = 0;
+  std::string out_folder;
+  int64_t epochs = 0;
+};
+
+// A batched or Transformer training run: train_reporting_progress under a
+// SIGINT/SIGTERM guard, then the checkpoint and loss.svg saved as one set
+// (`metadata` gives the checkpoint's entries when it is called, `settings`
+// the resume settings). Returns the exit status (130 or 143) after printing
+// where the run stopped when a signal stopped it; otherwise nothing, and
+// from then on a signal ends the program as usual.
+std::optional<int> train_and_save(translation::BatchedTrainer& trainer,
+                                  translation::BatchedTranslator& model,
+                                  const translation::BatchedTrainingOptions& training,
+                                  const TrainingRun& run,
+                                  const std::function<nn::Metadata()>& metadata,
+                                  const nlohmann::json& settings, std::ostream& out);
 
 // checkpoint.safetensors (the parameters, Adam's state, `metadata` and the
 // resume entries of batched_resume.hpp) and loss.svg into `folder`, renamed

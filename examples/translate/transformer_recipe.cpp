@@ -257,23 +257,13 @@ int run_transformer_train(const TransformerTrainFlags& given) {
     out << fmt::format("Resuming {} {} (data, model and settings from it)\n", flags.resume,
                        position_text(resumed->position, flags.epochs));
   }
-  // SIGINT and SIGTERM stop the run between two steps, until the last save is done.
-  std::optional<cli::InterruptGuard> guard;
-  cli::InterruptGuard& interrupts = guard.emplace();
-  const nlohmann::json settings = resume_settings(flags);
-  const auto save = [&] {
-    save_training_set(flags.out, model, trainer, to_metadata(info, flags, trainer.report()),
-                      settings, interrupts);
-  };
-  const bool finished = train_reporting_progress(
-      trainer, model, training,
-      {flags.print_every, flags.checkpoint_every, flags.out, save, &interrupts}, out);
-  save();
-  if (!finished) {
-    print_interrupted(out, trainer, flags.epochs, flags.out, interrupts);
-    return interrupts.exit_status();
+  if (const std::optional<int> stopped = train_and_save(
+          trainer, model, training,
+          {flags.print_every, flags.checkpoint_every, flags.out, flags.epochs},
+          [&] { return to_metadata(info, flags, trainer.report()); }, resume_settings(flags),
+          out)) {
+    return *stopped;  // a signal stopped the run: 130 for SIGINT, 143 for SIGTERM
   }
-  guard.reset();  // from here on a signal ends the program as usual
 
   TrainOutputs outputs;
   outputs.recipe = kTransformerRecipe;
