@@ -474,7 +474,7 @@ int run_seeds(const Flags& flags) {
     (flags.json ? std::cerr : std::cout)
         << fmt::format("Interrupted after seed {} of {} by {}; the table covers seeds {}…{}\n",
                        seeds_done, flags.seeds, interrupts.what(), flags.seed,
-                       flags.seed + seeds_done - 1)
+                       flags.seed + (seeds_done - 1))
         << std::flush;
     return interrupts.exit_status();
   };
@@ -496,7 +496,7 @@ int run_seeds(const Flags& flags) {
   }
 
   fmt::print("Test MSE against the noise-free truth, seeds {}…{} (mean ± standard deviation):\n\n",
-             flags.seed, flags.seed + seeds_done - 1);
+             flags.seed, flags.seed + (seeds_done - 1));
   fmt::print("| estimator | test MSE |\n|---|---|\n");
   for (const auto& [name, statistic] : rows) {
     fmt::print("| {} | {:.3f} ± {:.3f} |\n", name, statistic.mean(), statistic.stddev());
