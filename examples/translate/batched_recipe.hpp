@@ -16,9 +16,9 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
-#include <optional>
 #include <iosfwd>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>

@@ -157,7 +157,8 @@ TEST_CASE("read_pairs with d2l normalisation keeps accents", "[text]") {
 TEST_CASE("read_pairs throws with the path for a missing file", "[text]") {
   const std::string missing = std::string(ATTOGRAD_SOURCE_DIR) + "/tests/data/no_such_file.tsv";
   CHECK_THROWS_AS(read_pairs(missing), attograd::Error);
-  CHECK_THROWS_WITH(read_pairs(missing), Catch::Contains(missing) && Catch::Contains("does not exist"));
+  CHECK_THROWS_WITH(read_pairs(missing),
+                    Catch::Contains(missing) && Catch::Contains("does not exist"));
 }
 
 TEST_CASE("require_pairs explains an empty result", "[text]") {
