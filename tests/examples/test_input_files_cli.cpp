@@ -26,11 +26,14 @@
 #include <vector>
 
 #include "nn/safetensors.hpp"
+#include "tests/support/socket_file.hpp"
 #include "tests/support/translate_program.hpp"
 
 namespace fs = std::filesystem;
 using Catch::Matchers::Contains;
 using namespace attograd::testing::translate_program;
+
+using attograd::testing::make_socket;
 
 namespace {
 
@@ -77,18 +80,6 @@ void check_folder(const fs::path& folder) {
 std::vector<std::string> tutorial_train(const fs::path& data, const fs::path& out) {
   return {"train",    "--data", data.string(), "--out", out.string(),    "--iters", "10",
           "--hidden", "8",      "--examples",  "1",     "--print-every", "5"};
-}
-
-// A Unix socket file at `path` (it stays after the socket is closed).
-void make_socket(const fs::path& path) {
-  const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
-  REQUIRE(fd >= 0);
-  sockaddr_un address{};
-  address.sun_family = AF_UNIX;
-  REQUIRE(path.string().size() < sizeof(address.sun_path));
-  std::strcpy(address.sun_path, path.c_str());
-  REQUIRE(::bind(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) == 0);
-  ::close(fd);
 }
 
 // The inputs that are not regular files, with what the refusal says of each.

@@ -27,10 +27,13 @@
 #include "tensor/error.hpp"
 #include "tensor/input_file.hpp"
 #include "tensor/printable.hpp"
+#include "tests/support/socket_file.hpp"
 
 namespace fs = std::filesystem;
 using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
+
+using attograd::testing::make_socket;
 
 namespace {
 
@@ -57,18 +60,6 @@ std::string error_message(Action action) {
     return error.what();
   }
   return "";
-}
-
-// A Unix socket file at `path` (it stays after the socket is closed).
-void make_socket(const fs::path& path) {
-  const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
-  REQUIRE(fd >= 0);
-  sockaddr_un address{};
-  address.sun_family = AF_UNIX;
-  REQUIRE(path.string().size() < sizeof(address.sun_path));
-  std::strcpy(address.sun_path, path.c_str());
-  REQUIRE(::bind(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) == 0);
-  ::close(fd);
 }
 
 const attograd::InputFileRules kRules{"reader", "pass a regular file"};
