@@ -3,9 +3,9 @@
 //
 //   ./build/bench/bench_threads [matmul | translate] [--rounds N] [--epochs N]
 //
-// "Busy" is a child process, forked here, that spins on the last CPU this
-// process may use for as long as the row runs — any other program taking a
-// core. This process is not pinned: the scheduler places its threads as it
+// "Busy" is a child process (tests/support/busy_cpu.hpp) that spins on the
+// last CPU this process may use for as long as the row runs — any other
+// program taking a core. This process is not pinned: the scheduler places its threads as it
 // would for a user. Each row alternates one-thread and two-thread samples in
 // the same run and reports two threads' speed over one thread's (above 1 is
 // faster). Both sides read the wall clock (work shared between threads cannot
@@ -17,12 +17,9 @@
 // which splits by column panels). translate: `translate train --recipe
 // batched --replicas 2` (two copies of the model, each on half of every
 // batch: the same numbers on any thread count) with `--threads 1` against
-// `--threads 2`, tokens/s.
+// `--threads 2`, tokens/s, by default for the recipe's 250 epochs (a run
+// long enough that what the pool learns at its start does not decide it).
 #include <fmt/core.h>
-#include <sched.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <limits>
 #include <optional>
@@ -35,51 +32,13 @@
 #include "bench/timing.hpp"
 #include "tensor/kernels.hpp"
 #include "tensor/parallel.hpp"
+#include "tests/support/busy_cpu.hpp"
 
 using namespace attograd;
+using attograd::testing::BusyCpu;
 using bench::median;
 
 namespace {
-
-// While alive, a child process spins on one CPU: the last one this process
-// may run on. Killed and reaped when this ends.
-class BusyCpu {
- public:
-  BusyCpu() {
-    cpu_set_t allowed;
-    CPU_ZERO(&allowed);
-    if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return;
-    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
-      if (CPU_ISSET(cpu, &allowed)) cpu_ = cpu;
-    }
-    child_ = fork();
-    if (child_ == 0) {
-      cpu_set_t one;
-      CPU_ZERO(&one);
-      CPU_SET(cpu_, &one);
-      sched_setaffinity(0, sizeof one, &one);
-      volatile uint64_t spins = 0;
-      for (;;) spins = spins + 1;
-    }
-  }
-  ~BusyCpu() {
-    if (child_ > 0) {
-      kill(child_, SIGKILL);
-      waitpid(child_, nullptr, 0);
-    }
-  }
-  BusyCpu(const BusyCpu&) = delete;
-  BusyCpu& operator=(const BusyCpu&) = delete;
-
-  std::string describe() const {
-    return child_ > 0 ? fmt::format("a spinning process pinned to CPU {}", cpu_)
-                      : std::string("no busy process (fork failed)");
-  }
-
- private:
-  pid_t child_ = -1;
-  int cpu_ = -1;
-};
 
 // Two threads' speed over one thread's for `work`: the median over kRatios
 // pairs of adjacent samples (wall clock), one on one thread and one on two,
@@ -153,7 +112,7 @@ int main(int argc, char** argv) {
     --argc;
     ++argv;
   }
-  int rounds = 3, epochs = 30;
+  int rounds = 3, epochs = 250;  // the recipe's default epochs
   if (!bench::read_count_flags(argc, argv, {{"--rounds", &rounds}, {"--epochs", &epochs}})) {
     fmt::print(stderr, "usage: bench_threads [matmul | translate] [--rounds N] [--epochs N]\n");
     return 2;
@@ -171,7 +130,12 @@ int main(int argc, char** argv) {
     const std::string condition = busy ? "busy" : "idle";
     if (only != "translate") matmul_rows(condition);
     if (only != "matmul") translate_row(condition, rounds, epochs);
-    if (busy) fmt::print("(busy: {})\n", busy_cpu->describe());
+    if (busy) {
+      fmt::print("(busy: {})\n",
+                 busy_cpu->spinning()
+                     ? fmt::format("a spinning process pinned to CPU {}", busy_cpu->cpu())
+                     : std::string("no busy process: fork or sched_getaffinity failed"));
+    }
   }
   parallel::set_num_threads(threads);
   return 0;

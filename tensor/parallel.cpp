@@ -21,6 +21,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
+#include <ctime>
 #include <exception>
 #include <memory>
 #include <mutex>
@@ -82,6 +83,14 @@ constexpr auto kWorkerSpinTime = std::chrono::microseconds(50);
 // cores have come free gets its workers back within a second.
 constexpr std::chrono::steady_clock::duration kFirstTimeAlone = std::chrono::milliseconds(1);
 constexpr std::chrono::steady_clock::duration kLongestTimeAlone = std::chrono::seconds(1);
+
+// The calling thread's CPU time: what it ran, not counting the time its core
+// ran other threads.
+std::chrono::nanoseconds thread_cpu_time() {
+  timespec now{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+  return std::chrono::seconds(now.tv_sec) + std::chrono::nanoseconds(now.tv_nsec);
+}
 
 // Tells the core a spin loop is waiting (PAUSE on x86).
 inline void relax() {
@@ -173,9 +182,10 @@ class Pool {
       { std::lock_guard lock(mutex_); }  // a worker between its check and its wait sees this
       start_.notify_all();
     }
+    const auto own_start = thread_cpu_time();
     int64_t own = 0;
     while (claim_and_run()) ++own;
-    const auto own_done = std::chrono::steady_clock::now();
+    const auto own_cpu = thread_cpu_time() - own_start;
     auto done = [&] { return finished_.load() == chunks; };
     if (!spin(done)) {
       std::unique_lock lock(mutex_);
@@ -185,7 +195,13 @@ class Pool {
     }
     const auto end = std::chrono::steady_clock::now();
     body_ = nullptr;
-    record.learn(/*helped=*/own < chunks && (end - own_done) * 4 <= end - start, end);
+    // The job helped when it took at most 9/10 of what the caller alone
+    // would have: its own chunks' CPU time per chunk, times the chunks. CPU
+    // time, not the wall clock: a caller whose core a woken worker shared ran
+    // its chunks slowly without doing more work, and a worker that arrived
+    // late, or ran on a busy core, shows in the job's wall time.
+    const bool helped = own > 0 && own < chunks && (end - start) * 10 * own <= own_cpu * chunks * 9;
+    record.learn(helped, end);
     if (error_) std::rethrow_exception(error_);
   }
 
@@ -253,9 +269,9 @@ class Pool {
   std::atomic<bool> stopping_{false};
   std::atomic<bool> failed_{false};
   // What jobs of one size (work in [2^(b-1), 2^b)) have shown of the
-  // machine. A job helped when a worker ran some of its chunks and the
-  // caller, done with its own, waited for theirs less than a quarter of the
-  // job. One that did not help doubles the time for which jobs of its size
+  // machine. A job helped when a worker ran some of its chunks and the job
+  // took at most 9/10 of the caller's time alone (run() says how that is
+  // reckoned). One that did not help doubles the time for which jobs of its size
   // then run on the caller alone (from kFirstTimeAlone up to
   // kLongestTimeAlone); one that helped halves it. Sizes learn apart: a
   // product too small for a worker to reach in time says nothing about a

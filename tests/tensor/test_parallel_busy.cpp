@@ -7,11 +7,6 @@
 // (tensor/parallel.cpp). Whichever thread runs which chunk, every product is
 // the same, bit for bit, as on one thread. Speed under load is measured in
 // bench/bench_threads.cpp, never asserted here.
-#include <sched.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <vector>
@@ -20,45 +15,13 @@
 #include "tensor/factory.hpp"
 #include "tensor/kernels.hpp"
 #include "tensor/parallel.hpp"
+#include "tests/support/busy_cpu.hpp"
 #include "tests/support/thread_settings.hpp"
 
 using namespace attograd;
+using attograd::testing::BusyCpu;
 
 namespace {
-
-// While alive, a child process spins on the last CPU this process may use;
-// killed and reaped when this ends.
-class BusyCpu {
- public:
-  BusyCpu() {
-    cpu_set_t allowed;
-    CPU_ZERO(&allowed);
-    REQUIRE(sched_getaffinity(0, sizeof allowed, &allowed) == 0);
-    int last = 0;
-    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
-      if (CPU_ISSET(cpu, &allowed)) last = cpu;
-    }
-    child_ = fork();
-    REQUIRE(child_ >= 0);
-    if (child_ == 0) {
-      cpu_set_t one;
-      CPU_ZERO(&one);
-      CPU_SET(last, &one);
-      sched_setaffinity(0, sizeof one, &one);
-      volatile uint64_t spins = 0;
-      for (;;) spins = spins + 1;
-    }
-  }
-  ~BusyCpu() {
-    kill(child_, SIGKILL);
-    waitpid(child_, nullptr, 0);
-  }
-  BusyCpu(const BusyCpu&) = delete;
-  BusyCpu& operator=(const BusyCpu&) = delete;
-
- private:
-  pid_t child_ = -1;
-};
 
 std::vector<real> random_values(int64_t n, Generator& generator) {
   std::vector<real> values(static_cast<size_t>(n));
@@ -96,6 +59,7 @@ TEST_CASE("parallel: with the other core busy, two threads give one thread's bit
     expected.push_back(products(1, s, as.back(), bs.back()));
   }
   const BusyCpu busy;
+  REQUIRE(busy.spinning());
   // Many rounds: jobs the worker joins late, joins on time, or misses, and
   // stretches the caller runs alone.
   const testing::ThreadSettings settings(2, 0);
