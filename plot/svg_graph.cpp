@@ -29,6 +29,7 @@ constexpr double kNodeGap = 18;      // between two boxes on one rank
 constexpr double kBendGap = 8;       // between a bend point and anything beside it
 constexpr double kRankGap = 44;      // between two ranks
 constexpr double kMargin = 16;       // around the picture
+constexpr double kUpwardShift = 7;   // an upward edge, sideways from the downward one
 constexpr double kEllipse = 1.3;     // an ellipse's box over its text's (room for the curve)
 constexpr int kSweeps = 8;           // barycentre passes: down, up, down, …
 constexpr int kPlacementPasses = 6;  // x passes: down, up, down, …
@@ -367,7 +368,11 @@ GraphLayout layout_graph(const GraphPicture& picture) {
     }
     points.push_back({x[bottom], layout.nodes[bottom].y});
     layout.edges[e].upward = upward[e];
-    if (upward[e]) std::reverse(points.begin(), points.end());
+    if (upward[e]) {
+      // Beside, not on top of, the downward edge a module cycle usually pairs it with.
+      for (auto& point : points) point.first += kUpwardShift;
+      std::reverse(points.begin(), points.end());
+    }
   }
   return layout;
 }
@@ -450,8 +455,9 @@ std::string graph_svg(const GraphPicture& picture, const GraphLayout& layout) {
     const GraphEdge& edge = picture.edges[e];
     const auto& points = layout.edges[e].points;
     svg.raw(
-        fmt::format("<path class=\"edge\" data-from=\"{}\" data-to=\"{}\"{} d=\"{}\"{} "
+        fmt::format("<path class=\"edge{}\" data-from=\"{}\" data-to=\"{}\"{} d=\"{}\"{} "
                     "marker-end=\"url(#attograd-graph-arrow)\"/>\n",
+                    layout.edges[e].upward ? " upward" : "",
                     xml_escape(picture.nodes[edge.from].id), xml_escape(picture.nodes[edge.to].id),
                     edge.count > 1 ? fmt::format(" data-count=\"{}\"", edge.count) : std::string(),
                     curve(points), edge.dashed ? " stroke-dasharray=\"5 4\"" : ""));

@@ -27,7 +27,8 @@
 // The parts are tagged for tests and scripts: <g class="node op|leaf|module|note"
 // data-node="t3"> holds a node's shape and one <text> per label line;
 // <path class="edge" data-from="t7" data-to="t3"> is an edge (data-count when
-// it stands for several uses). Ids are those of the DOT text.
+// it stands for several uses; class "edge upward" when it closes a cycle that
+// module boxes made and so has to point up). Ids are those of the DOT text.
 //
 // This file reads a picture but never a tensor, so the plot library stays
 // free of the element type; it sits above autograd/ (tensor <- autograd <- nn
