@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 #include "plot/svg_document.hpp"
@@ -31,6 +32,7 @@ constexpr double kRankGap = 44;      // between two ranks
 constexpr double kMargin = 16;       // around the picture
 constexpr double kUpwardShift = 7;   // an upward edge, sideways from the downward one
 constexpr double kEllipse = 1.3;     // an ellipse's box over its text's (room for the curve)
+constexpr int kRankPasses = 2;       // passes that shorten edges after ranking
 constexpr int kSweeps = 8;           // barycentre passes: down, up, down, …
 constexpr int kPlacementPasses = 6;  // x passes: down, up, down, …
 
@@ -86,36 +88,71 @@ std::vector<bool> upward_edges(const GraphPicture& picture, int64_t& steps) {
   return upward;
 }
 
-// Step 1: longest-path ranks over the acyclic edges, sources moved down to
-// just above their first user.
+// Step 1: ranks. Depth first: a node's rank is its longest path from the
+// graph's inputs, so every edge points down. Then shorter edges: an op with
+// more users than op inputs moves down to just above its first user, one
+// with more op inputs than users up to just below its lowest input (either
+// way the edges it touches get shorter in sum). Leaves are left out of that
+// count and placed last, just above their first user: a leaf used once
+// follows its user, and one used many times (a weight shared by the steps of
+// an unrolled loop) runs down one shared trunk (see layout_graph), whatever
+// the distance. So a product of leaves sits beside its user, not at the top.
 std::vector<int> ranks_of(size_t n, const std::vector<std::pair<size_t, size_t>>& edges,
                           int64_t& steps) {
-  std::vector<std::vector<size_t>> below(n);
-  std::vector<size_t> inputs(n, 0);
+  std::vector<std::vector<size_t>> below(n), above(n);
   for (const auto& [u, v] : edges) {
     below[u].push_back(v);
-    ++inputs[v];
+    above[v].push_back(u);
+  }
+  std::vector<size_t> order;  // Kahn's order: a node after all its inputs
+  std::vector<size_t> waiting(n);
+  for (size_t v = 0; v < n; ++v) {
+    waiting[v] = above[v].size();
+    if (waiting[v] == 0) order.push_back(v);
   }
   std::vector<int> rank(n, 0);
-  std::vector<size_t> ready;
-  for (size_t v = 0; v < n; ++v)
-    if (inputs[v] == 0) ready.push_back(v);
-  std::vector<size_t> left = inputs;
-  while (!ready.empty()) {  // Kahn's order: a node after all its inputs
-    const size_t u = ready.back();
-    ready.pop_back();
+  for (size_t at = 0; at < order.size(); ++at) {
+    const size_t u = order[at];
     for (const size_t v : below[u]) {
       ++steps;
       rank[v] = std::max(rank[v], rank[u] + 1);
-      if (--left[v] == 0) ready.push_back(v);
+      if (--waiting[v] == 0) order.push_back(v);
     }
   }
-  for (size_t v = 0; v < n; ++v) {
-    if (inputs[v] != 0 || below[v].empty()) continue;
-    int first_user = rank[below[v][0]];
+  const auto is_leaf = [&](size_t v) { return above[v].empty(); };
+  const auto op_inputs = [&](size_t v) {
+    return static_cast<size_t>(std::count_if(above[v].begin(), above[v].end(), [&](size_t u) {
+      ++steps;
+      return !is_leaf(u);
+    }));
+  };
+  for (int pass = 0; pass < kRankPasses; ++pass) {
+    for (auto v = order.rbegin(); v != order.rend(); ++v) {  // down, users first
+      if (is_leaf(*v) || below[*v].empty() || op_inputs(*v) >= below[*v].size()) continue;
+      int first_user = std::numeric_limits<int>::max();
+      for (const size_t w : below[*v]) first_user = std::min(first_user, rank[w]);
+      rank[*v] = first_user - 1;
+    }
+    for (const size_t v : order) {  // up, inputs first
+      if (is_leaf(v) || op_inputs(v) <= below[v].size()) continue;
+      int lowest_input = -1;
+      for (const size_t u : above[v])
+        if (!is_leaf(u)) lowest_input = std::max(lowest_input, rank[u]);
+      rank[v] = lowest_input + 1;
+    }
+  }
+  for (const size_t v : order) {
+    if (!is_leaf(v) || below[v].empty()) continue;
+    int first_user = std::numeric_limits<int>::max();
     for (const size_t w : below[v]) first_user = std::min(first_user, rank[w]);
     rank[v] = first_user - 1;
   }
+  // Ranks from 0, with none left empty.
+  std::vector<int> sorted = rank;
+  std::sort(sorted.begin(), sorted.end());
+  sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+  for (int& r : rank)
+    r = static_cast<int>(std::lower_bound(sorted.begin(), sorted.end(), r) - sorted.begin());
   return rank;
 }
 
@@ -300,20 +337,32 @@ GraphLayout layout_graph(const GraphPicture& picture) {
     vertices[v].width = layout.nodes[v].width;
     layout.nodes[v].rank = rank[v];
   }
-  std::vector<std::vector<size_t>> chains(acyclic.size());  // each edge's vertices, top down
+  // Each edge's vertices, top down. The edges leaving one node share their
+  // bend points: one trunk runs down from the node, one bend point per rank,
+  // and each edge branches off it on the rank above its user. A parameter
+  // used at every step of an unrolled loop is one line with branches, and the
+  // bend points grow with the graph's depth, not with depth times uses.
+  std::vector<std::vector<size_t>> chains(acyclic.size());
+  std::vector<std::vector<size_t>> trunk(n);  // trunk[u][k]: u's bend point on rank rank[u] + 1 + k
+  const auto link = [&](size_t upper, size_t lower) {
+    vertices[upper].down.push_back(lower);
+    vertices[lower].up.push_back(upper);
+  };
   for (size_t e = 0; e < acyclic.size(); ++e) {
     const auto [u, v] = acyclic[e];
-    chains[e].push_back(u);
-    for (int r = rank[u] + 1; r < rank[v]; ++r) {
-      chains[e].push_back(vertices.size());
-      vertices.push_back({r, 0, {}, {}});
+    const size_t span = static_cast<size_t>(rank[v] - rank[u]);
+    while (trunk[u].size() + 1 < span) {
+      const size_t bend = vertices.size();
+      vertices.push_back({rank[u] + 1 + static_cast<int>(trunk[u].size()), 0, {}, {}});
+      link(trunk[u].empty() ? u : trunk[u].back(), bend);
+      trunk[u].push_back(bend);
       ++work.bends;
     }
+    chains[e].push_back(u);
+    chains[e].insert(chains[e].end(), trunk[u].begin(),
+                     trunk[u].begin() + static_cast<ptrdiff_t>(span - 1));
     chains[e].push_back(v);
-    for (size_t i = 0; i + 1 < chains[e].size(); ++i) {
-      vertices[chains[e][i]].down.push_back(chains[e][i + 1]);
-      vertices[chains[e][i + 1]].up.push_back(chains[e][i]);
-    }
+    link(chains[e][chains[e].size() - 2], v);
   }
   int ranks = 0;
   for (const Vertex& v : vertices) ranks = std::max(ranks, v.rank + 1);

@@ -10,10 +10,11 @@
 // nodes, labels, module boxes and node cap as to_dot); how it is drawn is
 // decided here, in four steps of the classic layered ("Sugiyama") drawing:
 //
-//   1. ranks: each node's rank is its longest path from the graph's inputs, so
-//      every arrow points down; a node without inputs (a leaf) moves down to
-//      just above its first user. An edge spanning several ranks gets an
-//      invisible bend point on each rank in between.
+//   1. ranks: each node's rank is its longest path from the graph's inputs,
+//      so every arrow points down; then ops move toward the side with more
+//      edges (shorter edges in sum) and leaves to just above their first
+//      user. An edge spanning several ranks gets an invisible bend point on
+//      each rank in between, shared by the edges leaving one node.
 //   2. order: a few sweeps down and up the ranks sort each rank by the mean
 //      position of its neighbours in the rank before (the barycentre
 //      heuristic), keeping the order with the fewest crossings.

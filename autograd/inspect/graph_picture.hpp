@@ -2,8 +2,8 @@
 // shows, before anyone draws it.
 //
 //   GraphPicture picture = graph_picture(loss, DotOptions().names(model.named_parameters()));
-//   std::string dot = dot_text(picture);               // the same text as to_dot(loss, …)
-//   std::string svg = plot::graph_svg(picture);        // plot/svg_graph.hpp, no Graphviz
+//   std::string dot = dot_text(picture);   // the same text as to_dot(loss, …)
+//   // and one layer up, plot/svg_graph.hpp draws it as SVG without Graphviz
 //
 // The nodes, their labels, the module boxes and the node cap are decided once,
 // here (autograd/inspect/dot.cpp); to_dot writes them as Graphviz text and
