@@ -12,7 +12,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <numeric>
 
 #include "plot/svg_document.hpp"
 #include "tensor/atomic_file.hpp"
