@@ -28,6 +28,7 @@
 #include "autograd/gradcheck.hpp"
 #include "autograd/inspect/anomaly.hpp"
 #include "autograd/inspect/dot.hpp"
+#include "autograd/inspect/graph_picture.hpp"
 #include "autograd/inspect/profiler.hpp"
 #include "autograd/op_helpers.hpp"
 #include "autograd/ops.hpp"

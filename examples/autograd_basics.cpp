@@ -7,7 +7,7 @@
 //   a = −4, b = 2   →   g = 24.7041, dg/da = 138.8338, dg/db = 645.5773
 //
 //   autograd_basics --dot g.dot   # also draws the expression's graph, values
-//                                 # and gradients (g.svg too if Graphviz is installed)
+//                                 # and gradients (g.dot for Graphviz, g.svg drawn here)
 #include <fmt/core.h>
 
 #include <iostream>
@@ -39,7 +39,7 @@ int run(const std::string& dot_file) {
   backward(g, Tensor(), /*retain_graph=*/!dot_file.empty());  // kept for the picture
   if (!dot_file.empty()) {
     const DotOptions options = DotOptions().names({{"a", a}, {"b", b}}).show_values(true);
-    cli::write_dot_file(dot_file, to_dot(g, options), std::cout);
+    cli::write_graph_files(dot_file, graph_picture(g, options), std::cout);
   }
 
   fmt::print("attograd: reverse-mode autodiff (kernels: {})\n", kernels::simd_description());

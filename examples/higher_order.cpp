@@ -16,7 +16,7 @@
 //
 //   higher_order                           # the report; the picture in out/higher_order
 //   higher_order --json                    # one summary line for scripts
-//   higher_order --dot out/gradient.dot    # the graph of a gradient (and .svg with Graphviz)
+//   higher_order --dot out/gradient.dot    # the graph of a gradient (and out/gradient.svg)
 //
 // Shapes: N samples, D input features (2), H hidden units (8); x: (N,D), y: (N,1).
 #include <fmt/format.h>
@@ -215,15 +215,15 @@ Tensor rosenbrock(const Tensor& a, const Tensor& b) {
 }
 
 // Row i of H is the gradient of ∂f/∂(a, b)ᵢ: one double backward per row.
-// `dot_text` receives the graph of ∂f/∂a, the backward's own ops.
-HessianResult rosenbrock_hessian(std::string* dot_text) {
+// `picture` receives the graph of ∂f/∂a, the backward's own ops.
+HessianResult rosenbrock_hessian(GraphPicture* picture) {
   HessianResult result;
   const Tensor a = requires_grad_(scalar(static_cast<real>(result.a)));
   const Tensor b = requires_grad_(scalar(static_cast<real>(result.b)));
   const Tensor f = rosenbrock(a, b);
   result.value = f.item();
   const std::vector<Tensor> g = autograd::grad({f}, {a, b}, {}, false, /*create_graph=*/true);
-  if (dot_text) *dot_text = to_dot(g[0], DotOptions().names({{"a", a}, {"b", b}}));
+  if (picture) *picture = graph_picture(g[0], DotOptions().names({{"a", a}, {"b", b}}));
   for (int row = 0; row < 2; ++row) {
     const std::vector<Tensor> h = autograd::grad({g[row]}, {a, b}, {}, /*retain_graph=*/row == 0);
     for (int column = 0; column < 2; ++column) result.hessian[row][column] = h[column].item();
@@ -515,8 +515,8 @@ int run(const Flags& flags) {
 
   Generator generator(static_cast<uint64_t>(flags.seed));
   const HvpResult hvp = check_hessian_vector_product(generator);
-  std::string dot_text;
-  const HessianResult hessian = rosenbrock_hessian(flags.dot.empty() ? nullptr : &dot_text);
+  GraphPicture gradient_graph;
+  const HessianResult hessian = rosenbrock_hessian(flags.dot.empty() ? nullptr : &gradient_graph);
   const NewtonResult newton = newton_against_sgd(flags);
   const PenaltyResult penalty{train_with_penalty(flags, 0.0),
                               train_with_penalty(flags, flags.penalty)};
@@ -527,7 +527,7 @@ int run(const Flags& flags) {
   write_file_atomically(set.staged(picture_name), svg);
   set.commit();
   if (!flags.dot.empty())
-    cli::write_dot_file(flags.dot, dot_text, flags.json ? std::cerr : std::cout);
+    cli::write_graph_files(flags.dot, gradient_graph, flags.json ? std::cerr : std::cout);
 
   if (flags.json) {
     print_json_summary(flags, hvp, hessian, newton, penalty, out / picture_name);
@@ -561,7 +561,7 @@ int main(int argc, char** argv) {
       .flag("out", flags.out, "folder for the picture newton_vs_sgd.svg (created if missing)")
       .flag("dot", flags.dot,
             "write the graph of the gradient df/da of Rosenbrock's f to this file in Graphviz DOT "
-            "(and an SVG beside it when Graphviz's `dot` is installed)")
+            "and as an SVG picture beside it (FILE.svg; drawn without Graphviz)")
       .flag("json", flags.json, "print one JSON summary line instead of the report");
   return cli::run_main(parser, argc, argv, [&] { return run(flags); });
 }

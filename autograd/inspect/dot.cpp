@@ -3,7 +3,8 @@
 // Three passes over the tensors below the root: find them (breadth first, so
 // the nearest to the root come first and survive a node cap), give each op a
 // module when boxes are asked for (inputs before users, without recursion),
-// then draw what is left after boxing and capping.
+// then make the picture (graph_picture.hpp) of what is left after boxing and
+// capping. to_dot writes that picture as DOT; plot/svg_graph.cpp draws it.
 #include "autograd/inspect/dot.hpp"
 
 #include <fmt/format.h>
@@ -15,6 +16,7 @@
 #include <unordered_map>
 
 #include "autograd/engine.hpp"
+#include "autograd/inspect/graph_picture.hpp"
 #include "autograd/inspect/hooks.hpp"
 #include "tensor/error.hpp"
 
@@ -113,6 +115,117 @@ std::vector<std::string> modules_of(const std::vector<GraphTensor>& tensors,
   return module;
 }
 
+// A tensor's values as one label line: "data [1 2 3 …]".
+std::string values_line(const char* what, const Tensor& t, int64_t limit) {
+  const std::vector<real> values = t.to_vector();
+  std::string line = fmt::format("{} [", what);
+  for (size_t i = 0; i < values.size() && static_cast<int64_t>(i) < limit; ++i) {
+    line += fmt::format("{}{:.4g}", i == 0 ? "" : " ", values[i]);
+  }
+  return line + (static_cast<int64_t>(values.size()) > limit ? " …]" : "]");
+}
+
+std::vector<std::string> tensor_label(const GraphTensor& t, const std::string& leaf_name,
+                                      const DotOptions& options) {
+  const Tensor tensor(t.impl);
+  std::vector<std::string> lines;
+  if (t.node != nullptr) {
+    lines.push_back(t.node->name);
+  } else {
+    lines.push_back(leaf_name.empty() ? (requires_grad(tensor) ? "leaf" : "constant") : leaf_name);
+  }
+  lines.push_back(fmt::format("{}", tensor.shape()));
+  if (t.node == nullptr && requires_grad(tensor)) lines.push_back("requires_grad");
+  if (options.show_values()) {
+    lines.push_back(values_line("data", tensor, options.show_values_limit()));
+    const Tensor gradient = grad(tensor);
+    if (gradient.defined()) {
+      lines.push_back(values_line("grad", gradient, options.show_values_limit()));
+    }
+  }
+  return lines;
+}
+
+// Every node (tensors, or module boxes standing for many) nearest the root
+// first, and the counted edges between them, before the cap.
+GraphPicture all_nodes(const std::vector<GraphTensor>& tensors,
+                       const std::vector<std::string>& leaf_names,
+                       const std::vector<std::string>& module, const DotOptions& options) {
+  GraphPicture picture;
+  struct Box {
+    size_t node = 0;
+    int ops = 0;
+    int leaves = 0;
+  };
+  std::map<std::string, Box> boxes;  // by module name
+  std::vector<size_t> node_of(tensors.size());
+  for (size_t t = 0; t < tensors.size(); ++t) {
+    if (!module[t].empty()) {
+      const auto [box, added] = boxes.try_emplace(module[t]);
+      if (added) {
+        box->second.node = picture.nodes.size();
+        picture.nodes.push_back({fmt::format("module{}", boxes.size() - 1),
+                                 GraphNode::Kind::module,
+                                 {module[t]},
+                                 false});
+      }
+      ++(tensors[t].node != nullptr ? box->second.ops : box->second.leaves);
+      node_of[t] = box->second.node;
+      continue;
+    }
+    node_of[t] = picture.nodes.size();
+    picture.nodes.push_back(
+        {fmt::format("t{}", t),
+         tensors[t].node != nullptr ? GraphNode::Kind::op : GraphNode::Kind::leaf,
+         tensor_label(tensors[t], leaf_names[t], options), t == 0});
+  }
+  for (const auto& [name, box] : boxes) {
+    picture.nodes[box.node].lines.push_back(
+        fmt::format("{} ops, {} parameters", box.ops, box.leaves));
+  }
+  std::map<std::pair<size_t, size_t>, size_t> edge_at;  // (from, to) -> index in edges
+  for (size_t t = 0; t < tensors.size(); ++t) {
+    for (const size_t input : tensors[t].inputs) {
+      const size_t from = node_of[input], to = node_of[t];
+      if (from == to) continue;  // inside one module box
+      const auto [found, added] = edge_at.try_emplace({from, to}, picture.edges.size());
+      if (added) {
+        picture.edges.push_back({from, to, 1, false});
+      } else {
+        ++picture.edges[found->second].count;
+      }
+    }
+  }
+  return picture;
+}
+
+// The nodes nearest the root up to `max_nodes` (0: all), and a note with a
+// dashed edge to each kept node that lost an input.
+GraphPicture cap(GraphPicture all, int64_t max_nodes) {
+  const size_t kept =
+      max_nodes > 0 ? std::min<size_t>(all.nodes.size(), max_nodes) : all.nodes.size();
+  if (kept == all.nodes.size()) return all;
+  GraphPicture picture;
+  picture.nodes.assign(all.nodes.begin(), all.nodes.begin() + static_cast<ptrdiff_t>(kept));
+  std::vector<size_t> cut;  // kept nodes with an input left out
+  for (const GraphEdge& edge : all.edges) {
+    if (edge.to >= kept) continue;
+    if (edge.from < kept) {
+      picture.edges.push_back(edge);
+    } else if (std::find(cut.begin(), cut.end(), edge.to) == cut.end()) {
+      cut.push_back(edge.to);
+    }
+  }
+  const size_t note = picture.nodes.size();
+  picture.nodes.push_back({"omitted",
+                           GraphNode::Kind::note,
+                           {fmt::format("{} more nodes not drawn", all.nodes.size() - kept),
+                            fmt::format("(max_nodes = {})", max_nodes)},
+                           false});
+  for (const size_t to : cut) picture.edges.push_back({note, to, 1, true});
+  return picture;
+}
+
 std::string escape(const std::string& text) {
   std::string out;
   for (const char c : text) {
@@ -122,123 +235,30 @@ std::string escape(const std::string& text) {
   return out;
 }
 
-std::string values_line(const char* what, const Tensor& t, int64_t limit) {
-  const std::vector<real> values = t.to_vector();
-  std::string line = fmt::format("\\n{} [", what);
-  for (size_t i = 0; i < values.size() && static_cast<int64_t>(i) < limit; ++i) {
-    line += fmt::format("{}{:.4g}", i == 0 ? "" : " ", values[i]);
-  }
-  return line + (static_cast<int64_t>(values.size()) > limit ? " …]" : "]");
-}
-
-std::string tensor_label(const GraphTensor& t, const std::string& leaf_name,
-                         const DotOptions& options) {
-  const Tensor tensor(t.impl);
+std::string dot_label(const GraphNode& node) {
   std::string label;
-  if (t.node != nullptr) {
-    label = escape(t.node->name);
-  } else {
-    label = leaf_name.empty() ? (requires_grad(tensor) ? "leaf" : "constant") : escape(leaf_name);
-  }
-  label += fmt::format("\\n{}", tensor.shape());
-  if (t.node == nullptr && requires_grad(tensor)) label += "\\nrequires_grad";
-  if (options.show_values()) {
-    label += values_line("data", tensor, options.show_values_limit());
-    const Tensor gradient = grad(tensor);
-    if (gradient.defined()) label += values_line("grad", gradient, options.show_values_limit());
-  }
+  for (const std::string& line : node.lines) label += (label.empty() ? "" : "\\n") + escape(line);
   return label;
 }
 
-// What is drawn: nodes (tensors, or module boxes) and counted edges.
-struct Picture {
-  std::vector<std::string> ids;  // in order of distance from the root
-  std::map<std::string, std::string> attributes;
-  std::vector<std::pair<std::string, std::string>> edges;  // in first-seen order
-  std::map<std::pair<std::string, std::string>, int> edge_count;
-};
-
-void add_edge(Picture& picture, const std::string& from, const std::string& to) {
-  if (from == to) return;
-  if (picture.edge_count[{from, to}]++ == 0) picture.edges.push_back({from, to});
+std::string dot_attributes(const GraphNode& node) {
+  switch (node.kind) {
+    case GraphNode::Kind::op:
+    case GraphNode::Kind::leaf:
+      return fmt::format("shape={}, label=\"{}\"{}",
+                         node.kind == GraphNode::Kind::op ? "box" : "ellipse", dot_label(node),
+                         node.root ? ", penwidth=2" : "");
+    case GraphNode::Kind::module:
+      return fmt::format("shape=box3d, style=filled, fillcolor=lightgrey, label=\"{}\"",
+                         dot_label(node));
+    case GraphNode::Kind::note:
+      break;
+  }
+  return fmt::format("shape=note, label=\"{}\"", dot_label(node));
 }
 
-Picture draw(const std::vector<GraphTensor>& tensors, const std::vector<std::string>& leaf_names,
-             const std::vector<std::string>& module, const DotOptions& options) {
-  Picture picture;
-  struct Box {
-    std::string id;
-    int ops = 0;
-    int leaves = 0;
-  };
-  std::map<std::string, Box> boxes;  // by module name
-  std::vector<std::string> id(tensors.size());
-  for (size_t t = 0; t < tensors.size(); ++t) {
-    if (!module[t].empty()) {
-      const auto [box, added] = boxes.try_emplace(module[t]);
-      if (added) {
-        box->second.id = fmt::format("module{}", boxes.size() - 1);
-        picture.ids.push_back(box->second.id);
-      }
-      ++(tensors[t].node != nullptr ? box->second.ops : box->second.leaves);
-      id[t] = box->second.id;
-      continue;
-    }
-    id[t] = fmt::format("t{}", t);
-    picture.ids.push_back(id[t]);
-    picture.attributes[id[t]] =
-        fmt::format("shape={}, label=\"{}\"{}", tensors[t].node != nullptr ? "box" : "ellipse",
-                    tensor_label(tensors[t], leaf_names[t], options), t == 0 ? ", penwidth=2" : "");
-  }
-  for (const auto& [name, box] : boxes) {
-    picture.attributes[box.id] = fmt::format(
-        "shape=box3d, style=filled, fillcolor=lightgrey, label=\"{}\\n{} ops, {} parameters\"",
-        escape(name), box.ops, box.leaves);
-  }
-  for (size_t t = 0; t < tensors.size(); ++t) {
-    for (const size_t input : tensors[t].inputs) add_edge(picture, id[input], id[t]);
-  }
-  return picture;
-}
-
-std::string render(const Picture& picture, int64_t max_nodes) {
-  const size_t kept =
-      max_nodes > 0 ? std::min<size_t>(picture.ids.size(), max_nodes) : picture.ids.size();
-  std::map<std::string, bool> shown;
-  for (size_t i = 0; i < kept; ++i) shown[picture.ids[i]] = true;
-  std::string text =
-      "digraph attograd {\n  rankdir=LR;\n  node [fontname=\"Helvetica\", fontsize=10];\n";
-  for (size_t i = 0; i < kept; ++i) {
-    text += fmt::format("  \"{}\" [{}];\n", picture.ids[i], picture.attributes.at(picture.ids[i]));
-  }
-  std::vector<std::string> cut;  // shown nodes with an input left out
-  for (const auto& [from, to] : picture.edges) {
-    if (!shown.count(to)) continue;
-    if (!shown.count(from)) {
-      if (std::find(cut.begin(), cut.end(), to) == cut.end()) cut.push_back(to);
-      continue;
-    }
-    const int count = picture.edge_count.at({from, to});
-    text += fmt::format("  \"{}\" -> \"{}\"{};\n", from, to,
-                        count > 1 ? fmt::format(" [label=\"×{}\"]", count) : std::string());
-  }
-  if (kept < picture.ids.size()) {
-    text += fmt::format(
-        "  \"omitted\" [shape=note, label=\"{} more nodes not drawn\\n(max_nodes = {})\"];\n",
-        picture.ids.size() - kept, max_nodes);
-    for (const std::string& to : cut)
-      text += fmt::format("  \"omitted\" -> \"{}\" [style=dashed];\n", to);
-  }
-  return text + "}\n";
-}
-
-}  // namespace
-
-std::string to_dot(const Tensor& root, const DotOptions& options) {
-  check(root.defined(), "to_dot: got an undefined tensor (default-constructed Tensor)");
-  check(options.max_nodes() >= 0, "to_dot: max_nodes is {}; it must be 0 (no limit) or more",
-        options.max_nodes());
-  const std::vector<GraphTensor> tensors = collect(root);
+std::vector<std::string> leaf_names_of(const std::vector<GraphTensor>& tensors,
+                                       const DotOptions& options) {
   std::unordered_map<const TensorImpl*, std::string> name_of;
   for (const auto& [name, tensor] : options.names()) {
     if (tensor.defined()) name_of.emplace(tensor.impl_ptr().get(), name);
@@ -248,41 +268,95 @@ std::string to_dot(const Tensor& root, const DotOptions& options) {
     const auto found = name_of.find(tensors[t].impl.get());
     if (found != name_of.end() && tensors[t].node == nullptr) leaf_names[t] = found->second;
   }
-  const std::vector<std::string> module =
-      options.collapse_depth() > 0 ? modules_of(tensors, leaf_names, options.collapse_depth())
-                                   : std::vector<std::string>(tensors.size());
-  return render(draw(tensors, leaf_names, module, options), options.max_nodes());
+  return leaf_names;
 }
-
-// ---- DotCapture ---------------------------------------------------------------
-
-struct DotCapture::State {
-  DotOptions options;
-  std::string text;  // guarded by captures_mutex
-  bool captured = false;
-};
-
-namespace {
-
-std::mutex captures_mutex;
-std::vector<DotCapture::State*> captures;  // the live ones, guarded by captures_mutex
 
 }  // namespace
 
-DotCapture::DotCapture(DotOptions options) : state_(std::make_shared<State>()) {
-  state_->options = std::move(options);
+GraphPicture graph_picture(const Tensor& root, const DotOptions& options) {
+  check(root.defined(), "to_dot: got an undefined tensor (default-constructed Tensor)");
+  check(options.max_nodes() >= 0, "to_dot: max_nodes is {}; it must be 0 (no limit) or more",
+        options.max_nodes());
+  const std::vector<GraphTensor> tensors = collect(root);
+  const std::vector<std::string> leaf_names = leaf_names_of(tensors, options);
+  const std::vector<std::string> module =
+      options.collapse_depth() > 0 ? modules_of(tensors, leaf_names, options.collapse_depth())
+                                   : std::vector<std::string>(tensors.size());
+  return cap(all_nodes(tensors, leaf_names, module, options), options.max_nodes());
+}
+
+std::string dot_text(const GraphPicture& picture) {
+  std::string text =
+      "digraph attograd {\n  rankdir=LR;\n  node [fontname=\"Helvetica\", fontsize=10];\n";
+  for (const GraphNode& node : picture.nodes) {
+    if (node.kind != GraphNode::Kind::note) {
+      text += fmt::format("  \"{}\" [{}];\n", node.id, dot_attributes(node));
+    }
+  }
+  const auto edge_line = [&](const GraphEdge& edge) {
+    std::string attributes;
+    if (edge.count > 1) attributes = fmt::format(" [label=\"×{}\"]", edge.count);
+    if (edge.dashed) attributes = " [style=dashed]";
+    return fmt::format("  \"{}\" -> \"{}\"{};\n", picture.nodes[edge.from].id,
+                       picture.nodes[edge.to].id, attributes);
+  };
+  for (const GraphEdge& edge : picture.edges) {
+    if (!edge.dashed) text += edge_line(edge);
+  }
+  for (const GraphNode& node : picture.nodes) {
+    if (node.kind == GraphNode::Kind::note) {
+      text += fmt::format("  \"{}\" [{}];\n", node.id, dot_attributes(node));
+    }
+  }
+  for (const GraphEdge& edge : picture.edges) {
+    if (edge.dashed) text += edge_line(edge);
+  }
+  return text + "}\n";
+}
+
+std::string to_dot(const Tensor& root, const DotOptions& options) {
+  return dot_text(graph_picture(root, options));
+}
+
+// ---- DotCapture and GraphCapture -------------------------------------------------
+
+namespace {
+
+// What a live capture waits for, and what it took.
+struct CaptureSlot {
+  DotOptions options;
+  GraphPicture picture;  // guarded by captures_mutex
+  bool captured = false;
+};
+
+std::mutex captures_mutex;
+std::vector<CaptureSlot*> captures;  // the live ones, guarded by captures_mutex
+
+void start_capture(CaptureSlot* slot) {
   std::lock_guard<std::mutex> lock(captures_mutex);
-  captures.push_back(state_.get());
+  captures.push_back(slot);
   detail::inspect_bits.fetch_or(detail::kDotCaptureBit, std::memory_order_relaxed);
 }
 
-DotCapture::~DotCapture() {
+void end_capture(CaptureSlot* slot) {
   std::lock_guard<std::mutex> lock(captures_mutex);
-  captures.erase(std::find(captures.begin(), captures.end(), state_.get()));
+  captures.erase(std::find(captures.begin(), captures.end(), slot));
   if (captures.empty()) {
     detail::inspect_bits.fetch_and(~detail::kDotCaptureBit, std::memory_order_relaxed);
   }
 }
+
+}  // namespace
+
+struct DotCapture::State : CaptureSlot {};
+struct GraphCapture::State : CaptureSlot {};
+
+DotCapture::DotCapture(DotOptions options) : state_(std::make_shared<State>()) {
+  state_->options = std::move(options);
+  start_capture(state_.get());
+}
+
+DotCapture::~DotCapture() { end_capture(state_.get()); }
 
 bool DotCapture::captured() const {
   std::lock_guard<std::mutex> lock(captures_mutex);
@@ -291,17 +365,34 @@ bool DotCapture::captured() const {
 
 std::string DotCapture::text() const {
   std::lock_guard<std::mutex> lock(captures_mutex);
-  return state_->text;
+  return state_->captured ? dot_text(state_->picture) : std::string();
+}
+
+GraphCapture::GraphCapture(const DotOptions& options) : state_(std::make_shared<State>()) {
+  state_->options = options;
+  start_capture(state_.get());
+}
+
+GraphCapture::~GraphCapture() { end_capture(state_.get()); }
+
+bool GraphCapture::captured() const {
+  std::lock_guard<std::mutex> lock(captures_mutex);
+  return state_->captured;
+}
+
+GraphPicture GraphCapture::picture() const {
+  std::lock_guard<std::mutex> lock(captures_mutex);
+  return state_->picture;
 }
 
 namespace detail {
 
 void dot_capture_backward(const Tensor& root) {
   std::lock_guard<std::mutex> lock(captures_mutex);
-  for (DotCapture::State* state : captures) {
-    if (state->captured) continue;
-    state->text = to_dot(root, state->options);
-    state->captured = true;
+  for (CaptureSlot* slot : captures) {
+    if (slot->captured) continue;
+    slot->picture = graph_picture(root, slot->options);
+    slot->captured = true;
   }
 }
 

@@ -3,6 +3,7 @@
 //   Tensor loss = …;
 //   std::string text = to_dot(loss, DotOptions().names(model.named_parameters()));
 //   // write text to graph.dot, then: dot -Tsvg graph.dot -o graph.svg
+//   // or, without Graphviz: to_svg(loss, options) from plot/to_svg.hpp
 //
 // One box per op (its name and output shape), one ellipse per leaf (its name
 // when `names` gives it one, its shape, and whether it requires grad), one

@@ -6,7 +6,7 @@
 //   …
 //   cli::InspectSession session(inspect, DotOptions().names(model.named_parameters()));
 //   train();                           // the tools watch every step
-//   session.finish(std::cout);         // writes the graph, prints the profile
+//   session.finish(std::cout);         // writes the graph (.dot and .svg), prints the profile
 //
 // Header only, unlike the rest of examples/common: it uses the tensor library,
 // which the shared helpers do not, so each program compiles it at its own
@@ -14,8 +14,6 @@
 #pragma once
 
 #include <fmt/format.h>
-#include <spawn.h>
-#include <sys/wait.h>
 
 #include <filesystem>
 #include <optional>
@@ -23,11 +21,11 @@
 #include <string>
 
 #include "attograd.hpp"
+#include "autograd/inspect/graph_picture.hpp"
 #include "examples/common/cli.hpp"
+#include "plot/svg_graph.hpp"
 #include "tensor/atomic_file.hpp"
 #include "tensor/printable.hpp"
-
-extern char** environ;
 
 namespace attograd::cli {
 
@@ -40,8 +38,8 @@ struct InspectFlags {
 // --dot FILE; with `tools`, --detect-anomaly and --profile as well.
 inline void declare_inspect_flags(Parser& parser, InspectFlags& flags, bool tools = true) {
   parser.flag("dot", flags.dot,
-              "write the graph of the first training step to this file in Graphviz DOT (and an "
-              "SVG beside it when Graphviz's `dot` is installed)");
+              "write the graph of the first training step to this file in Graphviz DOT, and as an "
+              "SVG picture beside it (FILE.svg; drawn without Graphviz)");
   if (!tools) return;
   parser
       .flag("detect-anomaly", flags.detect_anomaly,
@@ -58,48 +56,25 @@ inline std::filesystem::path svg_path_for(const std::filesystem::path& dot) {
                                    : std::filesystem::path(dot.string() + ".svg");
 }
 
-// Runs `dot -Tsvg` on the file when Graphviz is installed: true if it wrote
-// the SVG (through a temporary file of the project's pattern,
-// "<svg>.attograd-tmp.<pid>.render", so a failed render leaves none and a
-// user's file is never overwritten).
-inline bool render_svg(const std::filesystem::path& dot, const std::filesystem::path& svg) {
-  const std::filesystem::path temporary =
-      svg.string() + temporary_suffix(static_cast<long>(::getpid()), "render");
-  const std::string input = dot.string(), output = temporary.string();
-  char* argv[] = {const_cast<char*>("dot"),          const_cast<char*>("-Tsvg"),
-                  const_cast<char*>(input.c_str()),  const_cast<char*>("-o"),
-                  const_cast<char*>(output.c_str()), nullptr};
-  pid_t child = 0;
-  int status = 0;
-  const bool ran = ::posix_spawnp(&child, "dot", nullptr, nullptr, argv, environ) == 0 &&
-                   ::waitpid(child, &status, 0) == child && WIFEXITED(status) &&
-                   WEXITSTATUS(status) == 0;
-  std::error_code error;
-  if (ran) std::filesystem::rename(temporary, svg, error);
-  if (!ran || error) std::filesystem::remove(temporary, error);
-  return ran && !error;
-}
-
-// Writes `text` to `path` (atomically), renders it if it can, and says what it wrote.
-inline void write_dot_file(const std::filesystem::path& path, const std::string& text,
-                           std::ostream& out) {
-  write_file_atomically(path, text);
+// Writes `picture` as DOT text to `path` and as SVG beside it (both
+// atomically), and says what it wrote. The SVG is laid out by
+// plot/svg_graph.cpp, so it needs no Graphviz; the DOT file is for those who
+// want Graphviz's own layout (dot -Tsvg FILE.dot -o FILE.svg overwrites ours).
+inline void write_graph_files(const std::filesystem::path& path, const GraphPicture& picture,
+                              std::ostream& out) {
   const std::filesystem::path svg = svg_path_for(path);
-  if (render_svg(path, svg)) {
-    out << fmt::format("Wrote the graph to {} and {}\n", printable(path.string(), 300),
-                       printable(svg.string(), 300));
-  } else {
-    const std::string shown = printable(path.string(), 300);
-    out << fmt::format("Wrote the graph to {} (render it with: dot -Tsvg {} -o {})\n", shown, shown,
-                       printable(svg.string(), 300));
-  }
+  write_file_atomically(path, dot_text(picture));
+  plot::save_graph_svg(svg, picture);
+  out << fmt::format("Wrote the graph to {} and {}\n", printable(path.string(), 300),
+                     printable(svg.string(), 300));
 }
 
 // The tools the flags ask for, alive from construction to finish().
 class InspectSession {
  public:
-  InspectSession(const InspectFlags& flags, DotOptions dot_options = DotOptions()) : flags_(flags) {
-    if (!flags.dot.empty()) capture_.emplace(std::move(dot_options));
+  InspectSession(const InspectFlags& flags, const DotOptions& dot_options = DotOptions())
+      : flags_(flags) {
+    if (!flags.dot.empty()) capture_.emplace(dot_options);
     if (flags.detect_anomaly) anomaly_.emplace();
     if (flags.profile) profiler_.emplace();
   }
@@ -110,7 +85,7 @@ class InspectSession {
     if (capture_) {
       check(capture_->captured(), "--dot {}: the run ended before its first backward()",
             flags_.dot);
-      write_dot_file(flags_.dot, capture_->text(), out);
+      write_graph_files(flags_.dot, capture_->picture(), out);
       capture_.reset();
     }
     if (profiler_) {
@@ -123,7 +98,7 @@ class InspectSession {
 
  private:
   InspectFlags flags_;
-  std::optional<DotCapture> capture_;
+  std::optional<GraphCapture> capture_;
   std::optional<DetectAnomaly> anomaly_;
   std::optional<Profiler> profiler_;
 };

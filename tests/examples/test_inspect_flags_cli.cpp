@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <string>
 
+#include "tests/support/svg.hpp"
 #include "tests/support/translate_program.hpp"
 
 using namespace attograd::testing::translate_program;
@@ -44,6 +45,7 @@ TEST_CASE("translate train --dot draws one iteration by module, --profile prints
   if constexpr (!kFloatBuild) return;
   TemporaryFolder scratch;
   const fs::path dot = scratch.path / "iteration.dot";
+  const fs::path svg_file = scratch.path / "iteration.svg";
   const Run result = run({"train", "--data", kShippedData.string(), "--iters", "2", "--dot",
                           dot.string(), "--profile", "--out", (scratch.path / "out").string()},
                          scratch.path);
@@ -54,6 +56,11 @@ TEST_CASE("translate train --dot draws one iteration by module, --profile prints
   CHECK(count(text, "label=\"encoder\\n") == 1);
   CHECK(count(text, "label=\"decoder\\n") == 1);
   CHECK_THAT(result.out, Contains("Wrote the graph to " + dot.string()));
+  // The SVG beside it, drawn by plot/svg_graph.cpp: the same module boxes.
+  const attograd::testing::ParsedSvg svg = attograd::testing::parse_svg(read_file(svg_file));
+  REQUIRE(svg.error.empty());
+  CHECK(svg.has_text("encoder"));
+  CHECK(svg.has_text("decoder"));
   CHECK_THAT(result.out, Contains("\nlinear "));
   CHECK_THAT(result.out, Contains("\noptimizer.step "));
   CHECK_THAT(result.out, Contains("\n(all) "));
@@ -70,6 +77,29 @@ TEST_CASE("autograd_basics --dot writes the micrograd graph with values", "[insp
   CHECK(count(text, "shape=ellipse,") == 8);
   CHECK_THAT(text, Contains("label=\"a\\n()\\nrequires_grad\\ndata [-4]\\ngrad [138.8]\""));
   CHECK_THAT(result.out, Contains("dg/da = 138.8338"));
+}
+
+TEST_CASE("autograd_basics --dot draws the SVG itself: no Graphviz on PATH",
+          "[inspect][cli][graph-svg]") {
+  if constexpr (!kFloatBuild) return;
+  TemporaryFolder scratch;
+  const fs::path empty = scratch.path / "no_programs";  // PATH holds only this empty folder
+  fs::create_directories(empty);
+  const fs::path dot = scratch.path / "g.dot";
+  const fs::path binary = fs::path(ATTOGRAD_BINARY_DIR) / "examples" / "autograd_basics";
+  const Run result = attograd::testing::run_program(
+      "/usr/bin/env", {"PATH=" + empty.string(), binary.string(), "--dot", dot.string()},
+      scratch.path);
+  INFO(result.err);
+  REQUIRE(result.status == 0);
+  CHECK_THAT(result.out, Contains("Wrote the graph to " + dot.string() + " and " +
+                                  (scratch.path / "g.svg").string()));
+  const std::string text = read_file(scratch.path / "g.svg");
+  REQUIRE(!text.empty());
+  const attograd::testing::ParsedSvg svg = attograd::testing::parse_svg(text);
+  REQUIRE(svg.error.empty());
+  CHECK(svg.has_text("grad [138.8]"));  // a's gradient, in a's ellipse
+  CHECK(svg.all("path").size() > 25);   // the edges (and the arrowhead's shape)
 }
 
 TEST_CASE("nw_regression --dot and --profile see one SGD step per epoch", "[inspect][cli]") {
