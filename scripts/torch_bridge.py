@@ -620,6 +620,13 @@ def metadata_int(metadata, key, path, low, high):
     return int(text)
 
 
+def number_text(value):
+    """A number as attograd's metadata writes it (fmt's "{}": the shortest
+    text that reads back the same, "0.1", "0", "1e-05")."""
+    text = repr(float(value))
+    return text[:-2] if text.endswith(".0") else text
+
+
 def check_recipe_config(config, path):
     """The sizes of a batched or Transformer config, checked."""
     recipe = config["recipe"]
@@ -696,7 +703,8 @@ def recipe_to_torch(checkpoint, out, tensors, metadata):
         config["dropout"] = math.nan
     if not 0 <= config["dropout"] < 1:
         raise BridgeError(f"{where}: the checkpoint's dropout is "
-                          f"'{shown(metadata['dropout'], 60)}', not a number in [0, 1)")
+                          f"'{shown(metadata['dropout'], 60)}', not a number in [0, 1); the file "
+                          "was edited or damaged")
     source_words, source_counts = words_of(
         metadata_entry(metadata, "source_vocabulary", checkpoint), checkpoint,
         "source_vocabulary", BATCHED_SPECIALS)
@@ -753,7 +761,7 @@ def recipe_from_torch(source, out, bundle, config, data_path):
     for key, low, high in RECIPE_SIZES[config["recipe"]]:
         metadata[key] = str(config[key])
     metadata["num_steps"] = str(config["num_steps"])
-    metadata["dropout"] = str(config["dropout"])
+    metadata["dropout"] = number_text(config["dropout"])
     metadata["source_vocabulary"] = vocabulary_text(bundle["source_words"], source_counts,
                                                     BATCHED_SPECIALS)
     metadata["target_vocabulary"] = vocabulary_text(bundle["target_words"], target_counts,
