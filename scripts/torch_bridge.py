@@ -591,7 +591,7 @@ def metadata_json(metadata, key, path):
     return json_object(metadata[key], path, f"the checkpoint's '{key}' entry")
 
 
-# --------------------------------------------------------------- the batched and Transformer recipes
+# --------------------------------------------------------------- batched and Transformer
 
 # The metadata entries that size each recipe's model (examples/translate/
 # batched_checkpoint.cpp, transformer_recipe.cpp), with the bounds `translate`
@@ -657,8 +657,8 @@ def recipe_model(bundle, config, path):
         expected[("decoder", f"rnn.weight_hh_l{last}")] = (3 * H, H)
     else:
         d, last = config["num_hiddens"], config["num_blocks"] - 1
-        expected[("encoder", f"blks.block{last}.ffn.dense1.weight")] = (config["ffn_num_hiddens"], d)
-        expected[("decoder", f"blks.block{last}.ffn.dense1.weight")] = (config["ffn_num_hiddens"], d)
+        for part in ("encoder", "decoder"):
+            expected[(part, f"blks.block{last}.ffn.dense1.weight")] = (config["ffn_num_hiddens"], d)
     for part in ("encoder", "decoder"):
         state = bundle[part]
         if not isinstance(state, dict) or not all(

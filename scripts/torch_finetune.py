@@ -265,7 +265,8 @@ def bounded(kind, low, high):
 
 def main(argv):
     parser = torch_bridge.Parser(prog="torch_finetune.py", description=__doc__.split("\n\n")[0])
-    parser.add_argument("source", help="bundle of torch_bridge.py to-torch (batched or transformer)")
+    parser.add_argument("source",
+                        help="bundle of torch_bridge.py to-torch (batched or transformer)")
     parser.add_argument("out", help="the fine-tuned bundle (for torch_bridge.py from-torch)")
     parser.add_argument("--nproc", type=bounded(int, 1, MAX_PROCESSES), default=2,
                         help="processes on this machine (default 2)")
@@ -313,8 +314,8 @@ def main(argv):
             mp.spawn(worker, args=(job,), nprocs=arguments.nproc, join=True)
         except Exception as error:  # a process failed: its traceback is above
             lines = str(error).strip().splitlines()
-            print(f"error: torch_finetune.py: a process failed ({shown(lines[-1] if lines else error)})",
-                  file=sys.stderr)
+            reason = shown(lines[-1] if lines else error)
+            print(f"error: torch_finetune.py: a process failed ({reason})", file=sys.stderr)
             return 1
     return 0
 

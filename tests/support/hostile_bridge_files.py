@@ -231,7 +231,8 @@ def recipe_cases(checkpoint, good, folder):
 
     damaged("depth_text.safetensors", f"the checkpoint's {depth} is 'two', not an integer",
             set_metadata(depth, "two"))
-    damaged("depth_huge.safetensors", f"the checkpoint's {depth} is '99', not an integer in [1, 16]",
+    damaged("depth_huge.safetensors",
+            f"the checkpoint's {depth} is '99', not an integer in [1, 16]",
             set_metadata(depth, "99"))
     damaged("dropout_text.safetensors", "the checkpoint's dropout is 'x', not a number in [0, 1)",
             set_metadata("dropout", "x"))
