@@ -473,54 +473,59 @@ def make_modules(bundle, config, path):
     expected = {("encoder", "embedding.weight"): (len(bundle["source_words"]), hidden),
                 ("encoder", "gru.weight_hh_l0"): (3 * hidden, hidden),
                 ("decoder", "embedding.weight"): (len(bundle["target_words"]), hidden)}
-    for part in ("encoder", "decoder"):
-        state = bundle[part]
-        if not isinstance(state, dict) or not all(
-                isinstance(name, str) and isinstance(value, torch.Tensor)
-                for name, value in state.items()):
-            raise BridgeError(f"{shown(path, 300)}: '{part}' is not a state dict (names to "
-                              "tensors)")
-    for (part, name), shape in expected.items():
-        found = bundle[part].get(name)
-        if found is None or tuple(found.shape) != shape:
-            raise BridgeError(f"{shown(path, 300)}: {part} tensor '{name}' is "
-                              f"{'missing' if found is None else list(found.shape)}; the config "
-                              f"(hidden_size {hidden}) and the words make it {list(shape)}")
+    check_state_dicts(bundle, expected, f"the config (hidden_size {hidden})", path)
     encoder = EncoderRNN(len(bundle["source_words"]), hidden)
     if config["decoder"] == "location":
         decoder = AttnDecoderRNN(hidden, len(bundle["target_words"]), config["dropout_p"], length)
     else:
         decoder = BahdanauAttnDecoderRNN(hidden, len(bundle["target_words"]), config["dropout_p"])
     for part, module in (("encoder", encoder), ("decoder", decoder)):
-        state = bundle[part]
-        for name, value in state.items():
-            if not value.is_floating_point():
-                raise BridgeError(f"{shown(path, 300)}: {part} tensor '{shown(name)}' holds "
-                                  f"{value.dtype}, not floating-point numbers")
-            if not bool(torch.isfinite(value).all()):
-                raise BridgeError(f"{shown(path, 300)}: {part} tensor '{shown(name)}' holds a NaN "
-                                  "or an infinity; the model diverged: use an earlier checkpoint")
-        try:
-            module.load_state_dict(state, strict=True)
-        except RuntimeError as error:
-            raise BridgeError(f"{shown(path, 300)}: the {part} state dict does not fit the "
-                              f"tutorial's modules: {shown(str(error).splitlines()[-1].strip(), 300)}"
-                              ) from None
+        load_strictly(module, bundle[part], f"the {part} state dict", "tutorial's", path)
     return encoder.eval(), decoder.eval()
 
 
-def bundle_config(bundle, path):
-    """The checked config of a bundle (a JSON string, or a dict of plain values)."""
+def check_state_dicts(bundle, expected, sizer, path):
+    """Both state dicts are names to finite floating-point tensors, and the
+    tensors in `expected` ((part, name) -> shape) have their shapes: checked
+    before any module is made, so a config claiming a large model beside
+    small tensors allocates nothing. `sizer` names what sets the shapes."""
     where = shown(path, 300)
-    if not isinstance(bundle, dict):
-        raise BridgeError(f"{where}: holds a {type(bundle).__name__}, not the dict to-torch "
-                          "writes (docs/pytorch.md)")
-    missing = [key for key in ("encoder", "decoder", "source_words", "target_words", "config")
-               if key not in bundle]
-    if missing:
-        raise BridgeError(f"{where}: lacks {', '.join(missing)}; expected the layout "
-                          "to-torch writes (docs/pytorch.md)")
-    config = json_object(bundle["config"], path, "'config'")
+    for part in ("encoder", "decoder"):
+        state = bundle[part]
+        if not isinstance(state, dict) or not all(
+                isinstance(name, str) and isinstance(value, torch.Tensor)
+                for name, value in state.items()):
+            raise BridgeError(f"{where}: '{part}' is not a state dict (names to tensors)")
+    for (part, name), shape in expected.items():
+        found = bundle[part].get(name)
+        if found is None or tuple(found.shape) != shape:
+            raise BridgeError(f"{where}: {part} tensor '{name}' is "
+                              f"{'missing' if found is None else list(found.shape)}; {sizer} "
+                              f"and the words make it {list(shape)}")
+    for part in ("encoder", "decoder"):
+        for name, value in bundle[part].items():
+            if not value.is_floating_point():
+                raise BridgeError(f"{where}: {part} tensor '{shown(name)}' holds {value.dtype}, "
+                                  "not floating-point numbers")
+            if not bool(torch.isfinite(value).all()):
+                raise BridgeError(f"{where}: {part} tensor '{shown(name)}' holds a NaN or an "
+                                  "infinity; the model diverged: use an earlier checkpoint")
+
+
+def load_strictly(module, state, what, family, path):
+    """module.load_state_dict(state, strict=True), its refusal as a BridgeError."""
+    try:
+        module.load_state_dict(state, strict=True)
+    except RuntimeError as error:
+        reason = shown(str(error).splitlines()[-1].strip(), 300)
+        raise BridgeError(f"{shown(path, 300)}: {what} does not fit the {family} modules: "
+                          f"{reason}") from None
+
+
+def bundle_config(bundle, path):
+    """The checked config of a tutorial bundle (a JSON string, or a dict of plain values)."""
+    where = shown(path, 300)
+    _, config = bundle_recipe(bundle, path)
     checked(path, "'config'", config, "hidden_size", "int", 1, MAX_HIDDEN)
     checked(path, "'config'", config, "max_length", "int", 2, MAX_LENGTH)
     decoder = checked(path, "'config'", config, "decoder", "str")
@@ -644,7 +649,6 @@ def check_recipe_config(config, path):
 def recipe_model(bundle, config, path):
     """The batched or Transformer model of a checked config, its state dicts
     loaded with strict=True, in eval mode."""
-    where = shown(path, 300)
     recipe = config["recipe"]
     width = config["embed_size"] if recipe == "batched" else config["num_hiddens"]
     # The shapes that size the modules, checked before any module is made, so
@@ -659,34 +663,12 @@ def recipe_model(bundle, config, path):
         d, last = config["num_hiddens"], config["num_blocks"] - 1
         for part in ("encoder", "decoder"):
             expected[(part, f"blks.block{last}.ffn.dense1.weight")] = (config["ffn_num_hiddens"], d)
-    for part in ("encoder", "decoder"):
-        state = bundle[part]
-        if not isinstance(state, dict) or not all(
-                isinstance(name, str) and isinstance(value, torch.Tensor)
-                for name, value in state.items()):
-            raise BridgeError(f"{where}: '{part}' is not a state dict (names to tensors)")
-        for name, value in state.items():
-            if not value.is_floating_point():
-                raise BridgeError(f"{where}: {part} tensor '{shown(name)}' holds {value.dtype}, "
-                                  "not floating-point numbers")
-            if not bool(torch.isfinite(value).all()):
-                raise BridgeError(f"{where}: {part} tensor '{shown(name)}' holds a NaN or an "
-                                  "infinity; the model diverged: use an earlier checkpoint")
-    for (part, name), shape in expected.items():
-        found = bundle[part].get(name)
-        if found is None or tuple(found.shape) != shape:
-            raise BridgeError(f"{where}: {part} tensor '{name}' is "
-                              f"{'missing' if found is None else list(found.shape)}; the config "
-                              f"and the words make it {list(shape)}")
+    check_state_dicts(bundle, expected, "the config", path)
     model = torch_models.MODELS[recipe](config, len(bundle["source_words"]),
                                         len(bundle["target_words"]))
     for part in ("encoder", "decoder"):
-        try:
-            getattr(model, part).load_state_dict(bundle[part], strict=True)
-        except RuntimeError as error:
-            raise BridgeError(f"{where}: the {part} state dict does not fit the {recipe} "
-                              f"recipe's modules: {shown(str(error).splitlines()[-1].strip(), 300)}"
-                              ) from None
+        load_strictly(getattr(model, part), bundle[part], f"the {part} state dict",
+                      f"{recipe} recipe's", path)
     return model.eval()
 
 

@@ -21,6 +21,9 @@ nn/transformer.hpp), so the same weights give the same outputs:
     use_bias=False); the decoder at step t sees the encoding of position t.
   * dropout is the only randomness; eval() turns it off.
 
+bench/reference/ holds d2l's code as the textbook writes it, to time against;
+these modules differ where attograd does (the masking, the positions above).
+
 Legend: B batch, T time steps, S source positions, E embedding size, H hidden
 size, L GRU layers, d num_hiddens, h heads, V vocabulary size.
 """
@@ -275,6 +278,21 @@ class TransformerDecoder(nn.Module):
 # ------------------------------------------------------------------ whole models
 
 
+def greedy(next_logits, num_steps, bos, eos):
+    """(chosen ids without EOS, Σ log p of every chosen id, EOS included):
+    at most num_steps steps, each choosing the likeliest id of
+    next_logits(ids so far, <bos> first) -> (V_tgt) logits."""
+    prefix, log_prob = [bos], 0.0
+    for _ in range(num_steps):
+        logits = next_logits(prefix)
+        word = int(logits.argmax())
+        log_prob += float(F.log_softmax(logits, dim=0)[word])
+        if word == eos:
+            break
+        prefix.append(word)
+    return prefix[1:], log_prob
+
+
 class BatchedSeq2Seq(nn.Module):
     """encoder + decoder, d2l's EncoderDecoder, for the batched Bahdanau recipe."""
 
@@ -291,20 +309,12 @@ class BatchedSeq2Seq(nn.Module):
         return self.decoder(decoder_inputs, self.decoder.init_state(outputs, state, valid_lens))
 
     def greedy(self, source, valid_length, num_steps, bos, eos):
-        """(chosen ids without EOS, Σ log p of every chosen id, EOS included) for one
-        (1,S) source, one decoder step at a time as attograd's predict."""
+        """greedy() for one (1,S) source, one decoder step at a time as attograd's predict."""
         lens = torch.tensor([valid_length])
         outputs, state = self.encoder(source, lens)
         state = self.decoder.init_state(outputs, state, lens)
-        chosen, log_prob, word = [], 0.0, bos
-        for _ in range(num_steps):
-            logits = self.decoder(torch.tensor([[word]]), state)[0, 0]
-            word = int(logits.argmax())
-            log_prob += float(F.log_softmax(logits, dim=0)[word])
-            if word == eos:
-                break
-            chosen.append(word)
-        return chosen, log_prob
+        return greedy(lambda prefix: self.decoder(torch.tensor([prefix[-1:]]), state)[0, 0],
+                      num_steps, bos, eos)
 
 
 class Transformer(nn.Module):
@@ -321,20 +331,12 @@ class Transformer(nn.Module):
         return self.decoder(decoder_inputs, self.encoder(source, valid_lens), valid_lens)
 
     def greedy(self, source, valid_length, num_steps, bos, eos):
-        """As BatchedSeq2Seq.greedy; step t recomputes the prefix 0 … t, which
-        equals attograd's cached one-token steps."""
+        """greedy() for one (1,S) source; step t recomputes the prefix 0 … t with
+        the causal mask, which equals attograd's cached one-token steps."""
         lens = torch.tensor([valid_length])
         encoded = self.encoder(source, lens)
-        prefix, chosen, log_prob = [bos], [], 0.0
-        for _ in range(num_steps):
-            logits = self.decoder(torch.tensor([prefix]), encoded, lens)[0, -1]
-            word = int(logits.argmax())
-            log_prob += float(F.log_softmax(logits, dim=0)[word])
-            if word == eos:
-                break
-            chosen.append(word)
-            prefix.append(word)
-        return chosen, log_prob
+        return greedy(lambda prefix: self.decoder(torch.tensor([prefix]), encoded, lens)[0, -1],
+                      num_steps, bos, eos)
 
 
 MODELS = {"batched": BatchedSeq2Seq, "transformer": Transformer}

@@ -63,16 +63,38 @@ def main(checkpoint, bundle_path, folder):
     run_cases(cases, folder)
 
 
-def tutorial_cases(checkpoint, good, folder):
-    cases = []
+def case_writers(cases, folder, checkpoint, good):
+    """damaged(name, expect, edit): CHECKPOINT with edit(header) applied, a
+    to-torch case; bundle(name, expect, value=None, edit=None, raw=None): the
+    good bundle with edit(bundle) applied (or `value`, or the bytes `raw`), a
+    from-torch case. Each writes FOLDER/name and adds its case to `cases`."""
     header, body = read_raw(checkpoint)
-    first = next(name for name in header if name != "__metadata__")
 
     def damaged(name, expect, edit):
         variant = copy.deepcopy(header)
         edit(variant)
         write_raw(os.path.join(folder, name), variant, body)
         cases.append({"command": "to-torch", "file": name, "expect": expect})
+
+    def bundle(name, expect, value=None, edit=None, raw=None):
+        path = os.path.join(folder, name)
+        if raw is not None:
+            with open(path, "wb") as f:
+                f.write(raw)
+        else:
+            variant = copy.deepcopy(good) if value is None else value
+            if edit is not None:
+                edit(variant)
+            torch.save(variant, path)
+        cases.append({"command": "from-torch", "file": name, "expect": expect})
+
+    return header, damaged, bundle
+
+
+def tutorial_cases(checkpoint, good, folder):
+    cases = []
+    header, damaged, bundle = case_writers(cases, folder, checkpoint, good)
+    first = next(name for name in header if name != "__metadata__")
 
     def set_entry(key, value):
         return lambda h: h.__setitem__(key, value)
@@ -113,18 +135,6 @@ def tutorial_cases(checkpoint, good, folder):
                   "expect": "not a safetensors file"})
 
     config = json.loads(good["config"])
-
-    def bundle(name, expect, value=None, edit=None, raw=None):
-        path = os.path.join(folder, name)
-        if raw is not None:
-            with open(path, "wb") as f:
-                f.write(raw)
-        else:
-            variant = copy.deepcopy(good) if value is None else value
-            if edit is not None:
-                edit(variant)
-            torch.save(variant, path)
-        cases.append({"command": "from-torch", "file": name, "expect": expect})
 
     def with_config(**changes):
         def edit(variant):
@@ -214,17 +224,11 @@ def tutorial_cases(checkpoint, good, folder):
 def recipe_cases(checkpoint, good, folder):
     """The cases of a batched or Transformer checkpoint and bundle."""
     cases = []
-    header, body = read_raw(checkpoint)
+    _, damaged, bundle = case_writers(cases, folder, checkpoint, good)
     config = json.loads(good["config"])
     transformer = config["recipe"] == "transformer"
     width = "num_hiddens" if transformer else "hidden_size"
     depth = "num_blocks" if transformer else "num_layers"
-
-    def damaged(name, expect, edit):
-        changed = copy.deepcopy(header)
-        edit(changed)
-        write_raw(os.path.join(folder, name), changed, body)
-        cases.append({"command": "to-torch", "file": name, "expect": expect})
 
     def set_metadata(key, value):
         return lambda h: h["__metadata__"].__setitem__(key, value)
@@ -253,18 +257,6 @@ def recipe_cases(checkpoint, good, folder):
             stray_tensor)
     damaged("width_wrong.safetensors", "the config and the words make it",
             set_metadata(width, "24"))
-
-    def bundle(name, expect, value=None, edit=None, raw=None):
-        path = os.path.join(folder, name)
-        if raw is not None:
-            with open(path, "wb") as f:
-                f.write(raw)
-        else:
-            variant = copy.deepcopy(good) if value is None else value
-            if edit is not None:
-                edit(variant)
-            torch.save(variant, path)
-        cases.append({"command": "from-torch", "file": name, "expect": expect})
 
     def with_config(**changes):
         def edit(variant):
