@@ -234,42 +234,45 @@ class TransformerDecoderBlock(nn.Module):
         return self.addnorm3(z, self.ffn(z))
 
 
-class TransformerEncoder(nn.Module):
-    def __init__(self, vocab_size, num_hiddens, ffn_num_hiddens, num_heads, num_blocks, dropout,
-                 max_len=1000):
+class BlockStack(nn.Module):
+    """What encoder and decoder share: embedding, positional encoding, and N
+    blocks named block0 … block{N−1} in `blks` (d2l's nn.Sequential)."""
+
+    def __init__(self, Block, vocab_size, num_hiddens, ffn_num_hiddens, num_heads, num_blocks,
+                 dropout, max_len=1000):
         super().__init__()
         self.num_hiddens = num_hiddens
         self.embedding = nn.Embedding(vocab_size, num_hiddens)
         self.pos_encoding = PositionalEncoding(num_hiddens, dropout, max_len)
         self.blks = nn.Sequential()
         for i in range(num_blocks):
-            self.blks.add_module(f"block{i}", TransformerEncoderBlock(
-                num_hiddens, ffn_num_hiddens, num_heads, dropout))
+            self.blks.add_module(f"block{i}",
+                                 Block(num_hiddens, ffn_num_hiddens, num_heads, dropout))
+
+    def embed(self, ids):  # (B,T) -> PositionalEncoding(Embedding(ids) · √d) (B,T,d)
+        return self.pos_encoding(self.embedding(ids) * math.sqrt(self.num_hiddens))
+
+
+class TransformerEncoder(BlockStack):
+    def __init__(self, vocab_size, *sizes):
+        super().__init__(TransformerEncoderBlock, vocab_size, *sizes)
 
     def forward(self, ids, valid_lens):  # (B,S), (B) -> (B,S,d)
-        x = self.pos_encoding(self.embedding(ids) * math.sqrt(self.num_hiddens))
+        x = self.embed(ids)
         for block in self.blks:
             x = block(x, valid_lens)
         return x
 
 
-class TransformerDecoder(nn.Module):
-    def __init__(self, vocab_size, num_hiddens, ffn_num_hiddens, num_heads, num_blocks, dropout,
-                 max_len=1000):
-        super().__init__()
-        self.num_hiddens = num_hiddens
-        self.embedding = nn.Embedding(vocab_size, num_hiddens)
-        self.pos_encoding = PositionalEncoding(num_hiddens, dropout, max_len)
-        self.blks = nn.Sequential()
-        for i in range(num_blocks):
-            self.blks.add_module(f"block{i}", TransformerDecoderBlock(
-                num_hiddens, ffn_num_hiddens, num_heads, dropout))
-        self.dense = nn.Linear(num_hiddens, vocab_size)
+class TransformerDecoder(BlockStack):
+    def __init__(self, vocab_size, *sizes):
+        super().__init__(TransformerDecoderBlock, vocab_size, *sizes)
+        self.dense = nn.Linear(self.num_hiddens, vocab_size)
 
     # The whole target prefix at once, each position attending to itself and
     # those before it: ids (B,T), encoder outputs (B,S,d), valid_lens (B) -> (B,T,V_tgt)
     def forward(self, ids, encoder_outputs, valid_lens):
-        y = self.pos_encoding(self.embedding(ids) * math.sqrt(self.num_hiddens))
+        y = self.embed(ids)
         for block in self.blks:
             y = block(y, encoder_outputs, valid_lens)
         return self.dense(y)
