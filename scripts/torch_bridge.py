@@ -612,9 +612,15 @@ RECIPE_SIZES = {
 RECIPE_DEFAULTS = {"direction": "eng-fra", "num_examples": "600", "min_freq": "2",
                    "epochs": "0", "seed": "0", "replicas": "1", "final_loss": "0"}
 # Entries to-torch does not carry: the vocabularies and sizes travel in the
-# bundle itself, and `train --resume`'s entries describe Adam's state, which
-# stays behind (a bundle holds the model only).
+# bundle itself, and the optimizer's entries ("attograd.optimizer",
+# nn/checkpoint.hpp) and `train --resume`'s ("resume.*") describe Adam's
+# state, which stays behind (a bundle holds the model only).
 NOT_CARRIED = ("recipe", "source_vocabulary", "target_vocabulary", "dropout", "num_steps")
+NOT_CARRIED_PREFIXES = ("attograd.", "resume.")
+
+
+def carried(key):
+    return key not in NOT_CARRIED and not key.startswith(NOT_CARRIED_PREFIXES)
 
 
 def metadata_int(metadata, key, path, low, high):
@@ -695,8 +701,7 @@ def recipe_to_torch(checkpoint, out, tensors, metadata):
         "target_vocabulary", BATCHED_SPECIALS)
     config["attograd"] = {
         "source_counts": source_counts, "target_counts": target_counts,
-        "metadata": {key: value for key, value in metadata.items()
-                     if key not in NOT_CARRIED and not key.startswith("resume.")}}
+        "metadata": {key: value for key, value in metadata.items() if carried(key)}}
     bundle = {"encoder": {}, "decoder": {}, "source_words": source_words,
               "target_words": target_words, "config": json.dumps(config)}
     for name, tensor in tensors.items():
@@ -728,13 +733,13 @@ def recipe_from_torch(source, out, bundle, config, data_path):
         raise BridgeError(f"{where}: config.attograd is not an object")
     source_counts = carried_back(extra, "source_counts", bundle["source_words"], source)
     target_counts = carried_back(extra, "target_counts", bundle["target_words"], source)
-    carried = extra.get("metadata", {})
-    if not isinstance(carried, dict) or not all(
-            isinstance(key, str) and isinstance(value, str) and not key.startswith("resume.")
-            and key not in NOT_CARRIED for key, value in carried.items()):
+    entries = extra.get("metadata", {})
+    if not isinstance(entries, dict) or not all(
+            isinstance(key, str) and isinstance(value, str) and carried(key)
+            for key, value in entries.items()):
         raise BridgeError(f"{where}: config.attograd.metadata is not an object of strings "
-                          "(without the recipe, sizes, vocabularies or resume entries)")
-    metadata = {"data": data_path, **RECIPE_DEFAULTS, **carried, "recipe": config["recipe"]}
+                          "(without the recipe, sizes, vocabularies, optimizer or resume entries)")
+    metadata = {"data": data_path, **RECIPE_DEFAULTS, **entries, "recipe": config["recipe"]}
     if not metadata["data"] or metadata["direction"] not in ("eng-fra", "fra-eng"):
         raise BridgeError(f"{where}: config.attograd.metadata has data "
                           f"'{shown(metadata['data'])}' and direction "

@@ -305,6 +305,8 @@ def recipe_cases(checkpoint, good, folder):
            edit=with_metadata(num_examples=600))
     bundle("metadata_resume.pt", "config.attograd.metadata is not an object of strings",
            edit=with_metadata(**{"resume.settings": "{}"}))
+    bundle("metadata_optimizer.pt", "config.attograd.metadata is not an object of strings",
+           edit=with_metadata(**{"attograd.optimizer": "Adam"}))
     bundle("direction_bad.pt", "direction 'en-fr'", edit=with_metadata(direction="en-fr"))
 
     def counts_short(variant):
