@@ -2,25 +2,30 @@
 """Move a translation model between attograd and PyTorch (docs/pytorch.md).
 
   torch_bridge.py to-torch CHECKPOINT OUT.pt
-      An attograd checkpoint of `translate train` (tutorial recipe) becomes
+      An attograd checkpoint of `translate train` (any recipe) becomes
       torch.save({'encoder': state_dict, 'decoder': state_dict,
                   'source_words': [...], 'target_words': [...], 'config': '{...}'}),
-      the config one JSON string.
+      the config one JSON string (its "recipe" says which modules load it).
   torch_bridge.py from-torch IN.pt OUT.safetensors [--data PATH]
-      The reverse: a model in that layout (trained with the PyTorch tutorial,
+      The reverse: a model in that layout (trained or fine-tuned in PyTorch,
       say) becomes a checkpoint `translate translate` and `translate eval` use.
   torch_bridge.py translate IN.pt
-      Greedy translation in PyTorch of each line of stdin (already normalised
-      words), one JSON object a line: {"words": [...], "log_prob": ...}.
+      Greedy translation in PyTorch of each line of stdin, one JSON object a
+      line: {"words": [...], "log_prob": ...} (Σ log p of the chosen ids, EOS
+      included). Tutorial lines are already normalised words; batched and
+      Transformer lines are normalised as `translate` does (d2l's preprocess).
 
-The state dicts load with strict=True into the classes below, which follow the
-PyTorch tutorial "NLP From Scratch: Translation with a Sequence to Sequence
-Network and Attention": EncoderRNN(len(source_words), H) and, for
---decoder location, the tutorial's AttnDecoderRNN(H, len(target_words),
-dropout_p, max_length); for --decoder bahdanau, the newer tutorial's decoder
-built on BahdanauAttention (BahdanauAttnDecoderRNN(H, len(target_words),
-dropout_p) here, AttnDecoderRNN there). Word i of source_words / target_words
-has id i: 0 SOS, 1 EOS, 2 <unk> (attograd's tutorial layout adds <unk>).
+The state dicts load with strict=True into these classes:
+  tutorial     the PyTorch tutorial "NLP From Scratch: Translation with a
+               Sequence to Sequence Network and Attention": EncoderRNN(len(source_words), H)
+               and, for --decoder location, the tutorial's AttnDecoderRNN(H,
+               len(target_words), dropout_p, max_length); for --decoder
+               bahdanau, the newer tutorial's decoder built on
+               BahdanauAttention (BahdanauAttnDecoderRNN here). Word i has id
+               i: 0 SOS, 1 EOS, 2 <unk> (attograd's tutorial layout adds <unk>).
+  batched      d2l's Seq2SeqEncoder and Seq2SeqAttentionDecoder (scripts/torch_models.py);
+  transformer  d2l's TransformerEncoder and TransformerDecoder (the same file).
+               Word ids of both: 0 <pad>, 1 <bos>, 2 <eos>, 3 <unk>.
 
 Files are untrusted: a .pt file is read with torch.load(weights_only=True), so
 unpickling it runs no code (the bundle holds dicts, lists, strings, integers
@@ -28,7 +33,8 @@ and tensors only: the config is a JSON string for that reason); only regular
 files are read; every value `translate` would check is checked before
 anything is written, and writes are atomic (a temporary file, then rename).
 
-Needs Python 3 and torch; the only part of the project that uses PyTorch.
+Needs Python 3 and torch; the only part of the project that uses PyTorch
+(with scripts/torch_models.py and scripts/torch_finetune.py).
 Exits 2 on bad input with a one-line "error: ..." message.
 """
 import argparse
@@ -44,14 +50,21 @@ try:
     import torch
     from torch import nn
     import torch.nn.functional as F
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import torch_models
 except ImportError:  # the module still imports, so its tests can say "skipped"
     torch = None
     nn = None
+    torch_models = None
 
 FORMAT = "attograd-seq2seq 1"
 VOCABULARY_MAGIC = "attograd-vocabulary 1"
 SPECIALS = ["SOS", "EOS", "<unk>"]
 SOS, EOS = 0, 1
+# The batched and Transformer recipes' layout (models/text/vocabulary.hpp, kBatchedLayout).
+BATCHED_SPECIALS = ["<pad>", "<bos>", "<eos>", "<unk>"]
+PAD, BOS, BATCHED_EOS, UNK = 0, 1, 2, 3
+RECIPES = ("tutorial", "batched", "transformer")
 
 # The limits `translate` holds a tutorial checkpoint to
 # (examples/translate/size_limits.hpp: kMaxHidden, kMaxSteps).
@@ -247,15 +260,16 @@ def write_safetensors(path, tensors, metadata):
 
 # --------------------------------------------------------------- vocabularies
 
-def check_words(words, key, path):
+def check_words(words, key, path, specials=SPECIALS):
     """The rules of attograd's Vocabulary (models/text/vocabulary.cpp) and the
-    tutorial layout's specials."""
+    layout's specials (the tutorial's unless told)."""
     where = shown(path, 300)
     if not isinstance(words, list) or not all(isinstance(word, str) for word in words):
         raise BridgeError(f"{where}: {key} must be a list of strings")
-    if words[:3] != SPECIALS:
-        raise BridgeError(f"{where}: {key} must start {SPECIALS} (id 0 SOS, 1 EOS, 2 <unk>), "
-                          f"found {shown(words[:3])}; see docs/pytorch.md")
+    if words[:len(specials)] != specials:
+        ids = ", ".join(f"{i} {word}" for i, word in enumerate(specials))
+        raise BridgeError(f"{where}: {key} must start {specials} (id {ids}), "
+                          f"found {shown(words[:len(specials)])}; see docs/pytorch.md")
     for index, word in enumerate(words):
         if not word or any(c in word for c in " \t\n\r") or not word.isprintable():
             raise BridgeError(f"{where}: {key}[{index}] is '{shown(word)}'; a word is not empty "
@@ -270,7 +284,7 @@ def check_words(words, key, path):
         raise BridgeError(f"{where}: {key} names '{shown(twice)}' twice")
 
 
-def words_of(text, path, key):
+def words_of(text, path, key, specials=SPECIALS):
     """The words (id order) and counts of attograd's serialized vocabulary."""
     where = shown(path, 300)
     lines = text.split("\n")
@@ -294,12 +308,13 @@ def words_of(text, path, key):
             raise damaged(f"line {number} is '{shown(line)}', not 'word<TAB>count'")
         words.append(word)
         counts.append(int(occurrences))
-    check_words(words, key, path)
+    check_words(words, key, path, specials)
     return words, counts
 
 
-def vocabulary_text(words, counts):
-    lines = [VOCABULARY_MAGIC, "special 3 unknown 2", f"words {len(words)}"]
+def vocabulary_text(words, counts, specials=SPECIALS):
+    lines = [VOCABULARY_MAGIC, f"special {len(specials)} unknown {len(specials) - 1}",
+             f"words {len(words)}"]
     lines += [f"{word}\t{number}" for word, number in zip(words, counts)]
     return "\n".join(lines) + "\n"
 
@@ -458,54 +473,59 @@ def make_modules(bundle, config, path):
     expected = {("encoder", "embedding.weight"): (len(bundle["source_words"]), hidden),
                 ("encoder", "gru.weight_hh_l0"): (3 * hidden, hidden),
                 ("decoder", "embedding.weight"): (len(bundle["target_words"]), hidden)}
-    for part in ("encoder", "decoder"):
-        state = bundle[part]
-        if not isinstance(state, dict) or not all(
-                isinstance(name, str) and isinstance(value, torch.Tensor)
-                for name, value in state.items()):
-            raise BridgeError(f"{shown(path, 300)}: '{part}' is not a state dict (names to "
-                              "tensors)")
-    for (part, name), shape in expected.items():
-        found = bundle[part].get(name)
-        if found is None or tuple(found.shape) != shape:
-            raise BridgeError(f"{shown(path, 300)}: {part} tensor '{name}' is "
-                              f"{'missing' if found is None else list(found.shape)}; the config "
-                              f"(hidden_size {hidden}) and the words make it {list(shape)}")
+    check_state_dicts(bundle, expected, f"the config (hidden_size {hidden})", path)
     encoder = EncoderRNN(len(bundle["source_words"]), hidden)
     if config["decoder"] == "location":
         decoder = AttnDecoderRNN(hidden, len(bundle["target_words"]), config["dropout_p"], length)
     else:
         decoder = BahdanauAttnDecoderRNN(hidden, len(bundle["target_words"]), config["dropout_p"])
     for part, module in (("encoder", encoder), ("decoder", decoder)):
-        state = bundle[part]
-        for name, value in state.items():
-            if not value.is_floating_point():
-                raise BridgeError(f"{shown(path, 300)}: {part} tensor '{shown(name)}' holds "
-                                  f"{value.dtype}, not floating-point numbers")
-            if not bool(torch.isfinite(value).all()):
-                raise BridgeError(f"{shown(path, 300)}: {part} tensor '{shown(name)}' holds a NaN "
-                                  "or an infinity; the model diverged: use an earlier checkpoint")
-        try:
-            module.load_state_dict(state, strict=True)
-        except RuntimeError as error:
-            raise BridgeError(f"{shown(path, 300)}: the {part} state dict does not fit the "
-                              f"tutorial's modules: {shown(str(error).splitlines()[-1].strip(), 300)}"
-                              ) from None
+        load_strictly(module, bundle[part], f"the {part} state dict", "tutorial's", path)
     return encoder.eval(), decoder.eval()
 
 
-def bundle_config(bundle, path):
-    """The checked config of a bundle (a JSON string, or a dict of plain values)."""
+def check_state_dicts(bundle, expected, sizer, path):
+    """Both state dicts are names to finite floating-point tensors, and the
+    tensors in `expected` ((part, name) -> shape) have their shapes: checked
+    before any module is made, so a config claiming a large model beside
+    small tensors allocates nothing. `sizer` names what sets the shapes."""
     where = shown(path, 300)
-    if not isinstance(bundle, dict):
-        raise BridgeError(f"{where}: holds a {type(bundle).__name__}, not the dict to-torch "
-                          "writes (docs/pytorch.md)")
-    missing = [key for key in ("encoder", "decoder", "source_words", "target_words", "config")
-               if key not in bundle]
-    if missing:
-        raise BridgeError(f"{where}: lacks {', '.join(missing)}; expected the layout "
-                          "to-torch writes (docs/pytorch.md)")
-    config = json_object(bundle["config"], path, "'config'")
+    for part in ("encoder", "decoder"):
+        state = bundle[part]
+        if not isinstance(state, dict) or not all(
+                isinstance(name, str) and isinstance(value, torch.Tensor)
+                for name, value in state.items()):
+            raise BridgeError(f"{where}: '{part}' is not a state dict (names to tensors)")
+    for (part, name), shape in expected.items():
+        found = bundle[part].get(name)
+        if found is None or tuple(found.shape) != shape:
+            raise BridgeError(f"{where}: {part} tensor '{name}' is "
+                              f"{'missing' if found is None else list(found.shape)}; {sizer} "
+                              f"and the words make it {list(shape)}")
+    for part in ("encoder", "decoder"):
+        for name, value in bundle[part].items():
+            if not value.is_floating_point():
+                raise BridgeError(f"{where}: {part} tensor '{shown(name)}' holds {value.dtype}, "
+                                  "not floating-point numbers")
+            if not bool(torch.isfinite(value).all()):
+                raise BridgeError(f"{where}: {part} tensor '{shown(name)}' holds a NaN or an "
+                                  "infinity; the model diverged: use an earlier checkpoint")
+
+
+def load_strictly(module, state, what, family, path):
+    """module.load_state_dict(state, strict=True), its refusal as a BridgeError."""
+    try:
+        module.load_state_dict(state, strict=True)
+    except RuntimeError as error:
+        reason = shown(str(error).splitlines()[-1].strip(), 300)
+        raise BridgeError(f"{shown(path, 300)}: {what} does not fit the {family} modules: "
+                          f"{reason}") from None
+
+
+def bundle_config(bundle, path):
+    """The checked config of a tutorial bundle (a JSON string, or a dict of plain values)."""
+    where = shown(path, 300)
+    _, config = bundle_recipe(bundle, path)
     checked(path, "'config'", config, "hidden_size", "int", 1, MAX_HIDDEN)
     checked(path, "'config'", config, "max_length", "int", 2, MAX_LENGTH)
     decoder = checked(path, "'config'", config, "decoder", "str")
@@ -576,14 +596,228 @@ def metadata_json(metadata, key, path):
     return json_object(metadata[key], path, f"the checkpoint's '{key}' entry")
 
 
+# --------------------------------------------------------------- batched and Transformer
+
+# The metadata entries that size each recipe's model (examples/translate/
+# batched_checkpoint.cpp, transformer_recipe.cpp), with the bounds `translate`
+# holds them to (examples/translate/size_limits.hpp).
+MAX_LAYERS = 16
+RECIPE_SIZES = {
+    "batched": [("embed_size", 1, MAX_HIDDEN), ("hidden_size", 1, MAX_HIDDEN),
+                ("num_layers", 1, MAX_LAYERS)],
+    "transformer": [("num_hiddens", 1, MAX_HIDDEN), ("num_blocks", 1, MAX_LAYERS),
+                    ("num_heads", 1, MAX_HIDDEN), ("ffn_num_hiddens", 1, 4 * MAX_HIDDEN)],
+}
+# Entries from-torch writes when the bundle carries none (a model made in PyTorch).
+RECIPE_DEFAULTS = {"direction": "eng-fra", "num_examples": "600", "min_freq": "2",
+                   "epochs": "0", "seed": "0", "replicas": "1", "final_loss": "0"}
+# Entries to-torch does not carry: the vocabularies and sizes travel in the
+# bundle itself, and the optimizer's entries ("attograd.optimizer",
+# nn/checkpoint.hpp) and `train --resume`'s ("resume.*") describe Adam's
+# state, which stays behind (a bundle holds the model only).
+NOT_CARRIED = ("recipe", "source_vocabulary", "target_vocabulary", "dropout", "num_steps")
+NOT_CARRIED_PREFIXES = ("attograd.", "resume.")
+
+
+def carried(key):
+    return key not in NOT_CARRIED and not key.startswith(NOT_CARRIED_PREFIXES)
+
+
+def metadata_int(metadata, key, path, low, high):
+    text = metadata_entry(metadata, key, path)
+    if not text.isdigit() or not low <= int(text) <= high:
+        raise BridgeError(f"{shown(path, 300)}: the checkpoint's {key} is '{shown(text, 60)}', "
+                          f"not an integer in [{low}, {high}]; the file was edited or damaged")
+    return int(text)
+
+
+def number_text(value):
+    """A number as attograd's metadata writes it (fmt's "{}": the shortest
+    text that reads back the same, "0.1", "0", "1e-05")."""
+    text = repr(float(value))
+    return text[:-2] if text.endswith(".0") else text
+
+
+def check_recipe_config(config, path):
+    """The sizes of a batched or Transformer config, checked."""
+    recipe = config["recipe"]
+    for key, low, high in RECIPE_SIZES[recipe]:
+        checked(path, "'config'", config, key, "int", low, high)
+    checked(path, "'config'", config, "num_steps", "int", 2, MAX_LENGTH)
+    dropout = checked(path, "'config'", config, "dropout", "number", 0, 1)
+    if dropout >= 1:
+        raise BridgeError(f"{shown(path, 300)}: config dropout is {dropout}, not in [0, 1)")
+    if recipe == "transformer" and config["num_hiddens"] % config["num_heads"] != 0:
+        raise BridgeError(f"{shown(path, 300)}: config num_heads {config['num_heads']} does not "
+                          f"divide num_hiddens {config['num_hiddens']}")
+
+
+def recipe_model(bundle, config, path):
+    """The batched or Transformer model of a checked config, its state dicts
+    loaded with strict=True, in eval mode."""
+    recipe = config["recipe"]
+    width = config["embed_size"] if recipe == "batched" else config["num_hiddens"]
+    # The shapes that size the modules, checked before any module is made, so
+    # a config claiming huge sizes beside small tensors allocates nothing.
+    expected = {("encoder", "embedding.weight"): (len(bundle["source_words"]), width),
+                ("decoder", "embedding.weight"): (len(bundle["target_words"]), width)}
+    if recipe == "batched":
+        H, last = config["hidden_size"], config["num_layers"] - 1
+        expected[("encoder", f"rnn.weight_hh_l{last}")] = (3 * H, H)
+        expected[("decoder", f"rnn.weight_hh_l{last}")] = (3 * H, H)
+    else:
+        d, last = config["num_hiddens"], config["num_blocks"] - 1
+        for part in ("encoder", "decoder"):
+            expected[(part, f"blks.block{last}.ffn.dense1.weight")] = (config["ffn_num_hiddens"], d)
+    check_state_dicts(bundle, expected, "the config", path)
+    model = torch_models.MODELS[recipe](config, len(bundle["source_words"]),
+                                        len(bundle["target_words"]))
+    for part in ("encoder", "decoder"):
+        load_strictly(getattr(model, part), bundle[part], f"the {part} state dict",
+                      f"{recipe} recipe's", path)
+    return model.eval()
+
+
+def recipe_to_torch(checkpoint, out, tensors, metadata):
+    recipe = metadata["recipe"]
+    where = shown(checkpoint, 300)
+    config = {"recipe": recipe}
+    for key, low, high in RECIPE_SIZES[recipe]:
+        config[key] = metadata_int(metadata, key, checkpoint, low, high)
+    config["num_steps"] = metadata_int(metadata, "num_steps", checkpoint, 2, MAX_LENGTH)
+    try:
+        config["dropout"] = float(metadata_entry(metadata, "dropout", checkpoint))
+    except ValueError:
+        config["dropout"] = math.nan
+    if not 0 <= config["dropout"] < 1:
+        raise BridgeError(f"{where}: the checkpoint's dropout is "
+                          f"'{shown(metadata['dropout'], 60)}', not a number in [0, 1); the file "
+                          "was edited or damaged")
+    source_words, source_counts = words_of(
+        metadata_entry(metadata, "source_vocabulary", checkpoint), checkpoint,
+        "source_vocabulary", BATCHED_SPECIALS)
+    target_words, target_counts = words_of(
+        metadata_entry(metadata, "target_vocabulary", checkpoint), checkpoint,
+        "target_vocabulary", BATCHED_SPECIALS)
+    config["attograd"] = {
+        "source_counts": source_counts, "target_counts": target_counts,
+        "metadata": {key: value for key, value in metadata.items() if carried(key)}}
+    bundle = {"encoder": {}, "decoder": {}, "source_words": source_words,
+              "target_words": target_words, "config": json.dumps(config)}
+    for name, tensor in tensors.items():
+        part, _, rest = name.partition(".")
+        if part in ("encoder", "decoder"):
+            bundle[part][rest] = tensor.clone()
+        elif part != "optimizer":  # Adam's state stays behind
+            raise BridgeError(f"{where}: tensor '{shown(name)}' belongs to neither the encoder "
+                              "nor the decoder; the file was edited or damaged")
+    check_recipe_config(config, checkpoint)
+    recipe_model(bundle, config, checkpoint)  # proves the layout: strict=True
+    buffer = io.BytesIO()
+    torch.save(bundle, buffer)  # into memory: torch.save onto a full disk aborts the process
+    write_atomic(out, buffer.getvalue())
+    modules = ("Seq2SeqEncoder and Seq2SeqAttentionDecoder" if recipe == "batched" else
+               "TransformerEncoder and TransformerDecoder")
+    print(f"wrote {shown(out, 300)}: {modules} state dicts ({recipe} recipe, "
+          f"{len(source_words)} and {len(target_words)} words)")
+
+
+def recipe_from_torch(source, out, bundle, config, data_path):
+    where = shown(source, 300)
+    check_recipe_config(config, source)
+    check_words(bundle["source_words"], "source_words", source, BATCHED_SPECIALS)
+    check_words(bundle["target_words"], "target_words", source, BATCHED_SPECIALS)
+    model = recipe_model(bundle, config, source)
+    extra = config.get("attograd", {})
+    if not isinstance(extra, dict):
+        raise BridgeError(f"{where}: config.attograd is not an object")
+    source_counts = carried_back(extra, "source_counts", bundle["source_words"], source)
+    target_counts = carried_back(extra, "target_counts", bundle["target_words"], source)
+    entries = extra.get("metadata", {})
+    if not isinstance(entries, dict) or not all(
+            isinstance(key, str) and isinstance(value, str) and carried(key)
+            for key, value in entries.items()):
+        raise BridgeError(f"{where}: config.attograd.metadata is not an object of strings "
+                          "(without the recipe, sizes, vocabularies, optimizer or resume entries)")
+    metadata = {"data": data_path, **RECIPE_DEFAULTS, **entries, "recipe": config["recipe"]}
+    if not metadata["data"] or metadata["direction"] not in ("eng-fra", "fra-eng"):
+        raise BridgeError(f"{where}: config.attograd.metadata has data "
+                          f"'{shown(metadata['data'])}' and direction "
+                          f"'{shown(metadata['direction'])}'; expected a path and eng-fra or "
+                          "fra-eng")
+    for key, low, high in RECIPE_SIZES[config["recipe"]]:
+        metadata[key] = str(config[key])
+    metadata["num_steps"] = str(config["num_steps"])
+    metadata["dropout"] = number_text(config["dropout"])
+    metadata["source_vocabulary"] = vocabulary_text(bundle["source_words"], source_counts,
+                                                    BATCHED_SPECIALS)
+    metadata["target_vocabulary"] = vocabulary_text(bundle["target_words"], target_counts,
+                                                    BATCHED_SPECIALS)
+    tensors = {f"{part}.{name}": value for part in ("encoder", "decoder")
+               for name, value in getattr(model, part).state_dict().items()}
+    write_safetensors(out, tensors, metadata)
+    print(f"wrote {shown(out, 300)}: {len(tensors)} tensors, a {config['recipe']} model")
+
+
+def preprocess_d2l(line):
+    """models/text/normalize.cpp's preprocess_d2l: no-break spaces become
+    spaces, letters lower case, a space before , . ! ? that follows a non-space."""
+    out, previous = [], None
+    for character in line.replace("\u202f", " ").replace("\xa0", " ").lower():
+        if character in ",.!?" and previous not in (None, " "):
+            out.append(" ")
+        out.append(character)
+        previous = character
+    return "".join(out)
+
+
+def recipe_translate(bundle, config, source):
+    model = recipe_model(bundle, config, source)
+    index = {word: i for i, word in enumerate(bundle["source_words"])}
+    num_steps = config["num_steps"]
+    with torch.no_grad():
+        for line in sys.stdin:
+            words = preprocess_d2l(line.rstrip("\r\n")).split(" ")
+            words = [word for word in words if word][:num_steps - 1]  # as `translate` cuts
+            if not words:
+                print(json.dumps({"words": [], "log_prob": 0.0}))
+                continue
+            ids = [index.get(word, UNK) for word in words] + [BATCHED_EOS]
+            padded = torch.tensor([ids + [PAD] * (num_steps - len(ids))])
+            chosen, log_prob = model.greedy(padded, len(ids), num_steps, BOS, BATCHED_EOS)
+            print(json.dumps({"words": [bundle["target_words"][i] for i in chosen],
+                              "log_prob": log_prob}))
+
+
+def bundle_recipe(bundle, path):
+    """The recipe a bundle's config names, and the config: "tutorial" when it names none."""
+    where = shown(path, 300)
+    if not isinstance(bundle, dict):
+        raise BridgeError(f"{where}: holds a {type(bundle).__name__}, not the dict to-torch "
+                          "writes (docs/pytorch.md)")
+    missing = [key for key in ("encoder", "decoder", "source_words", "target_words", "config")
+               if key not in bundle]
+    if missing:
+        raise BridgeError(f"{where}: lacks {', '.join(missing)}; expected the layout "
+                          "to-torch writes (docs/pytorch.md)")
+    config = json_object(bundle["config"], path, "'config'")
+    recipe = config.get("recipe", "tutorial")
+    if recipe not in RECIPES:
+        raise BridgeError(f"{where}: config recipe is '{shown(recipe)}'; expected one of "
+                          f"{', '.join(RECIPES)}")
+    return recipe, config
+
+
 def to_torch(checkpoint, out):
     tensors, metadata = read_safetensors(checkpoint)
     where = shown(checkpoint, 300)
+    if metadata.get("recipe") in RECIPE_SIZES:
+        return recipe_to_torch(checkpoint, out, tensors, metadata)
     if metadata.get("seq2seq.format") != FORMAT:
         found = metadata.get("seq2seq.format", metadata.get("recipe", "missing"))
-        raise BridgeError(f"{where}: not a tutorial-recipe translation checkpoint (its format "
-                          f"is '{shown(found)}', expected '{FORMAT}'); make one with "
-                          "`translate train`")
+        raise BridgeError(f"{where}: not a translation checkpoint of any recipe (its format "
+                          f"is '{shown(found)}', expected '{FORMAT}' or a recipe entry batched "
+                          "or transformer); make one with `translate train`")
     model = metadata_json(metadata, "seq2seq.model", checkpoint)
     source_words, source_counts = words_of(
         metadata_entry(metadata, "seq2seq.source_vocabulary", checkpoint), checkpoint,
@@ -653,6 +887,9 @@ def carried_back(extra, key, words, path):
 
 def from_torch(source, out, data_path):
     bundle = load_bundle(source)
+    recipe, config = bundle_recipe(bundle, source)
+    if recipe != "tutorial":
+        return recipe_from_torch(source, out, bundle, config, data_path)
     config = bundle_config(bundle, source)
     where = shown(source, 300)
     make_modules(bundle, config, source)
@@ -712,6 +949,9 @@ def from_torch(source, out, data_path):
 
 def translate(source):
     bundle = load_bundle(source)
+    recipe, config = bundle_recipe(bundle, source)
+    if recipe != "tutorial":
+        return recipe_translate(bundle, config, source)
     config = bundle_config(bundle, source)
     encoder, decoder = make_modules(bundle, config, source)
     index = {word: i for i, word in enumerate(bundle["source_words"])}

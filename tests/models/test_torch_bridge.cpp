@@ -1,8 +1,10 @@
 // tests/models/test_torch_bridge.cpp — scripts/torch_bridge.py against the
-// models it moves: attograd → PyTorch → attograd bit for bit, the same greedy
-// translations and log-probabilities (within 1e-5) in both, and a model
-// trained in PyTorch translating the same here. Needs /usr/bin/python3 with
-// torch; without it each case says "skipped: torch not installed" and passes.
+// models it moves, for all three recipes of `translate`: attograd → PyTorch →
+// attograd bit for bit, the same greedy translations and log-probabilities
+// (within 1e-5) in both, a model trained in PyTorch translating the same
+// here, and scripts/torch_finetune.py's two-process DistributedDataParallel
+// run coming back to `translate`. Needs /usr/bin/python3 with torch; without
+// it each case says "skipped: torch not installed" and passes.
 #include <fmt/core.h>
 #include <sys/stat.h>
 
@@ -18,9 +20,12 @@
 #include <vector>
 
 #include "attograd.hpp"
+#include "models/batched_seq2seq/batched_seq2seq.hpp"
 #include "models/seq2seq/seq2seq.hpp"
 #include "models/seq2seq/training.hpp"
 #include "models/text/normalize.hpp"
+#include "models/transformer/transformer.hpp"
+#include "models/translation/batched_translator.hpp"
 #include "tests/support/program.hpp"
 #include "tests/support/python.hpp"
 #include "tests/support/translate_program.hpp"
@@ -92,9 +97,10 @@ Greedy attograd_greedy(seq2seq::Seq2Seq& model, const seq2seq::CheckpointInfo& i
 }
 
 std::vector<Greedy> torch_greedy(const std::filesystem::path& bundle,
-                                 const TemporaryFolder& scratch) {
+                                 const TemporaryFolder& scratch,
+                                 const std::vector<std::string>& sentences = kSentences) {
   std::string input;
-  for (const std::string& line : kSentences) input += line + "\n";
+  for (const std::string& line : sentences) input += line + "\n";
   const ProgramRun run = python({kBridge.string(), "translate", bundle.string()}, scratch, input);
   std::vector<Greedy> out;
   for (const std::string& line : lines_of(run.out)) {
@@ -102,19 +108,19 @@ std::vector<Greedy> torch_greedy(const std::filesystem::path& bundle,
     out.push_back(
         {parsed.at("words").get<std::vector<std::string>>(), parsed.at("log_prob").get<double>()});
   }
-  REQUIRE(out.size() == kSentences.size());
+  REQUIRE(out.size() == sentences.size());
   return out;
 }
 
 void require_same_translations(const std::filesystem::path& checkpoint,
-                               const std::filesystem::path& bundle,
-                               const TemporaryFolder& scratch) {
+                               const std::filesystem::path& bundle, const TemporaryFolder& scratch,
+                               const std::vector<std::string>& sentences = kSentences) {
   const seq2seq::CheckpointInfo info = seq2seq::read_checkpoint_info(checkpoint);
   const auto model = seq2seq::load_model(checkpoint, info);
-  const std::vector<Greedy> theirs = torch_greedy(bundle, scratch);
-  for (size_t i = 0; i < kSentences.size(); ++i) {
-    const Greedy ours = attograd_greedy(*model, info, kSentences[i]);
-    INFO("sentence '" << kSentences[i] << "'");
+  const std::vector<Greedy> theirs = torch_greedy(bundle, scratch, sentences);
+  for (size_t i = 0; i < sentences.size(); ++i) {
+    const Greedy ours = attograd_greedy(*model, info, sentences[i]);
+    INFO("sentence '" << sentences[i] << "'");
     CHECK(ours.words == theirs[i].words);
     CHECK(std::abs(ours.log_prob - theirs[i].log_prob) <= 1e-5);
   }
@@ -187,7 +193,7 @@ TEST_CASE("torch_bridge: bad input is one line naming the file and the remedy", 
   const ProgramRun refused = run_program(
       kPython, {kBridge.string(), "to-torch", not_a_checkpoint.string(), "out.pt"}, scratch.path);
   require_one_line_error(refused);
-  CHECK(refused.err.find("not a tutorial-recipe translation checkpoint") != std::string::npos);
+  CHECK(refused.err.find("not a translation checkpoint of any recipe") != std::string::npos);
   CHECK(refused.err.find(not_a_checkpoint.string()) != std::string::npos);
 }
 
@@ -217,18 +223,17 @@ std::vector<std::string> names_in(const std::filesystem::path& folder) {
   return names;
 }
 
-}  // namespace
-
-TEST_CASE("torch_bridge: a hostile .pt or checkpoint runs no code and is refused in one line",
-          "[torch]") {
-  if (!torch_installed()) return;
-  const TemporaryFolder scratch("attograd_torch_bridge");
-  const auto [checkpoint, bundle] = tiny_pair(DecoderKind::location, scratch);
-  const auto hostile = scratch.path / "hostile";
+// Runs hostile_bridge_files.py on `checkpoint` and its `bundle` into
+// `hostile` and checks that every case it made was refused: status 2, one
+// line naming the file and the expected text, nothing written. Returns the
+// number of cases.
+size_t require_hostile_cases_refused(const std::filesystem::path& checkpoint,
+                                     const std::filesystem::path& bundle,
+                                     const std::filesystem::path& hostile,
+                                     const TemporaryFolder& scratch) {
   std::filesystem::create_directory(hostile);
   python({kHostileFiles.string(), checkpoint.string(), bundle.string(), hostile.string()}, scratch);
   const nlohmann::json cases = nlohmann::json::parse(read_file(hostile / "cases.json"));
-  REQUIRE(cases.size() >= 41);
   for (const nlohmann::json& entry : cases) {
     const std::string path = (hostile / entry.at("file").get<std::string>()).string();
     INFO(entry.at("command").get<std::string>()
@@ -240,6 +245,18 @@ TEST_CASE("torch_bridge: a hostile .pt or checkpoint runs no code and is refused
     CHECK(lines[0].find(entry.at("expect").get<std::string>()) != std::string::npos);
     CHECK(entry.at("wrote") == false);
   }
+  return cases.size();
+}
+
+}  // namespace
+
+TEST_CASE("torch_bridge: a hostile .pt or checkpoint runs no code and is refused in one line",
+          "[torch]") {
+  if (!torch_installed()) return;
+  const TemporaryFolder scratch("attograd_torch_bridge");
+  const auto [checkpoint, bundle] = tiny_pair(DecoderKind::location, scratch);
+  const auto hostile = scratch.path / "hostile";
+  CHECK(require_hostile_cases_refused(checkpoint, bundle, hostile, scratch) >= 41);
   // The code-running bundles through the command line too, every command.
   const std::vector<std::string> before = names_in(hostile);
   for (const char* file : {"runs_code.pt", "runs_code_legacy.pt"}) {
@@ -336,4 +353,290 @@ TEST_CASE("torch_bridge: what from-torch writes, translate takes", "[torch]") {
       CHECK(lines_of(translated.out).size() == 1);
     }
   }
+}
+
+// ---------------------------------------------------------------- every recipe, from translate
+// train
+
+namespace {
+
+namespace fs = std::filesystem;
+using translate_program::kBinary;
+using translate_program::kShippedData;
+
+const fs::path kFinetune = fs::path(ATTOGRAD_SOURCE_DIR) / "scripts" / "torch_finetune.py";
+
+// `translate train --recipe <recipe>` on a few pairs for a few epochs: a small
+// model whose checkpoint holds everything a real one does (the recipe's
+// metadata, Adam's state, the resume entries).
+fs::path train_checkpoint(const std::string& recipe, const TemporaryFolder& scratch) {
+  const fs::path out = scratch.path / ("trained_" + recipe);
+  std::vector<std::string> arguments;
+  if (recipe == "tutorial") {
+    arguments = {"train",
+                 "--data",
+                 translate_program::tutorial_data(scratch.path, 40).string(),
+                 "--out",
+                 out.string(),
+                 "--iters",
+                 "60",
+                 "--hidden",
+                 "8",
+                 "--print-every",
+                 "30",
+                 "--plot-every",
+                 "30"};
+  } else if (recipe == "batched") {
+    arguments = translate_program::quick_batched_train(out, 3);
+  } else {
+    arguments = translate_program::quick_transformer_train(out, 3);
+  }
+  const ProgramRun trained = run_program(kBinary, arguments, scratch.path);
+  INFO("translate train --recipe " << recipe << ":\n" << trained.err);
+  REQUIRE(trained.status == 0);
+  return out / "checkpoint.safetensors";
+}
+
+// Sentences over the checkpoint's own source words (so that few become
+// <unk>), as many as `count`; for the batched recipes also one with an
+// unknown word and one longer than num_steps, which both programs cut.
+std::vector<std::string> recipe_sentences(const fs::path& checkpoint, const std::string& recipe) {
+  const nn::Metadata metadata = nn::read_safetensors_header(checkpoint).metadata;
+  const text::Vocabulary vocabulary = text::Vocabulary::deserialize(
+      metadata.at(recipe == "tutorial" ? "seq2seq.source_vocabulary" : "source_vocabulary"));
+  const int64_t first = vocabulary.num_special(), size = vocabulary.size();
+  REQUIRE(size - first >= 8);
+  std::vector<std::string> sentences;
+  for (int64_t i = 0; i < 6; ++i) {
+    sentences.push_back(fmt::format("{} {} {}", vocabulary.word(first + i),
+                                    vocabulary.word(first + (i + 3) % (size - first)),
+                                    vocabulary.word(first + (i + 5) % (size - first))));
+  }
+  if (recipe != "tutorial") {
+    sentences.push_back(vocabulary.word(first) + " zzzqx .");
+    std::string longer;
+    for (int64_t i = 0; i < 14; ++i) longer += vocabulary.word(first + i % (size - first)) + " ";
+    sentences.push_back(longer + ".");
+  }
+  return sentences;
+}
+
+// A batched or Transformer checkpoint's model, built from its metadata as
+// `translate` builds it (examples/translate/batched_checkpoint.cpp).
+struct RecipeModel {
+  std::shared_ptr<translation::BatchedTranslator> model;
+  text::Vocabulary source = text::make_batched_vocabulary({});
+  text::Vocabulary target = text::make_batched_vocabulary({});
+  int64_t num_steps = 0;
+};
+
+RecipeModel load_recipe_model(const fs::path& checkpoint) {
+  const nn::Metadata metadata = nn::read_safetensors_header(checkpoint).metadata;
+  const auto integer = [&](const char* key) { return std::stoll(metadata.at(key)); };
+  RecipeModel loaded;
+  loaded.source = text::Vocabulary::deserialize(metadata.at("source_vocabulary"));
+  loaded.target = text::Vocabulary::deserialize(metadata.at("target_vocabulary"));
+  loaded.num_steps = integer("num_steps");
+  const double dropout = std::stod(metadata.at("dropout"));
+  Generator unused(0);  // the values are replaced by the checkpoint's
+  if (metadata.at("recipe") == "batched") {
+    loaded.model = std::make_shared<batched_seq2seq::BatchedSeq2Seq>(
+        batched_seq2seq::BatchedSeq2SeqOptions(loaded.source.size(), loaded.target.size())
+            .embed_size(integer("embed_size"))
+            .hidden_size(integer("hidden_size"))
+            .num_layers(integer("num_layers"))
+            .dropout(dropout),
+        unused);
+  } else {
+    loaded.model = std::make_shared<transformer::Transformer>(
+        transformer::TransformerOptions(loaded.source.size(), loaded.target.size())
+            .num_hiddens(integer("num_hiddens"))
+            .num_blocks(integer("num_blocks"))
+            .num_heads(integer("num_heads"))
+            .ffn_num_hiddens(integer("ffn_num_hiddens"))
+            .dropout(dropout),
+        unused);
+  }
+  nn::load(*loaded.model, checkpoint);
+  loaded.model->eval();
+  return loaded;
+}
+
+// attograd's greedy translation of each sentence by `checkpoint` against the
+// bridge's PyTorch one by `bundle`: the same words, log p within 1e-5; and
+// the `translate translate` program prints the same words.
+void require_same_recipe_translations(const fs::path& checkpoint, const fs::path& bundle,
+                                      const std::string& recipe,
+                                      const std::vector<std::string>& sentences,
+                                      const TemporaryFolder& scratch) {
+  if (recipe == "tutorial") {
+    require_same_translations(checkpoint, bundle, scratch, sentences);
+    return;
+  }
+  RecipeModel loaded = load_recipe_model(checkpoint);
+  const std::vector<Greedy> theirs = torch_greedy(bundle, scratch, sentences);
+  std::string input;
+  for (size_t i = 0; i < sentences.size(); ++i) {
+    const translation::SentenceTranslation ours = translation::translate_sentence(
+        *loaded.model, loaded.source, loaded.target, sentences[i], loaded.num_steps);
+    INFO("sentence '" << sentences[i] << "'");
+    CHECK(ours.output_words == theirs[i].words);
+    CHECK(std::abs(ours.best.log_probability - theirs[i].log_prob) <= 1e-5);
+    input += sentences[i] + "\n";
+  }
+  const ProgramRun program =
+      run_program(kBinary, {"translate", "--recipe", recipe, "--checkpoint", checkpoint.string()},
+                  scratch.path, input);
+  INFO(program.err);
+  REQUIRE(program.status == 0);
+  const std::vector<std::string> printed = lines_of(program.out);
+  REQUIRE(printed.size() == sentences.size());
+  for (size_t i = 0; i < sentences.size(); ++i)
+    CHECK(printed[i] == text::join_words(theirs[i].words));
+}
+
+// The metadata of `a` in `b`, entry for entry (JSON entries compared as
+// values, which Python and attograd print differently), but for the
+// optimizer's ("attograd.optimizer") and train --resume's ("resume.*"),
+// which describe the optimizer state a bundle leaves behind.
+void require_same_metadata(const fs::path& a, const fs::path& b) {
+  const nn::Metadata left = nn::read_safetensors_header(a).metadata;
+  const nn::Metadata right = nn::read_safetensors_header(b).metadata;
+  size_t compared = 0;
+  for (const auto& [key, value] : left) {
+    if (key.rfind("resume.", 0) == 0 || key.rfind("attograd.", 0) == 0) continue;
+    ++compared;
+    INFO("metadata entry " << key);
+    REQUIRE(right.count(key) == 1);
+    const nlohmann::json parsed = nlohmann::json::parse(value, nullptr, false);
+    if (parsed.is_object()) {
+      CHECK(parsed == nlohmann::json::parse(right.at(key)));
+    } else {
+      CHECK(right.at(key) == value);
+    }
+  }
+  CHECK(compared == right.size());
+}
+
+}  // namespace
+
+TEST_CASE(
+    "torch_bridge: every recipe from translate train goes to PyTorch and back bit for bit, "
+    "and translates the same in both",
+    "[torch]") {
+  if (!torch_installed()) return;
+  for (const std::string recipe : {"tutorial", "batched", "transformer"}) {
+    DYNAMIC_SECTION("recipe " << recipe) {
+      const TemporaryFolder scratch("attograd_torch_bridge");
+      const fs::path checkpoint = train_checkpoint(recipe, scratch);
+      const fs::path bundle = scratch.path / "model.pt", back = scratch.path / "back.safetensors",
+                     again = scratch.path / "again.pt";
+      python({kBridge.string(), "to-torch", checkpoint.string(), bundle.string()}, scratch);
+      python({kBridge.string(), "from-torch", bundle.string(), back.string()}, scratch);
+      require_same_tensors(checkpoint, back);
+      require_same_metadata(checkpoint, back);
+      // attograd -> PyTorch on the original, PyTorch -> attograd on the way back.
+      const std::vector<std::string> sentences = recipe_sentences(checkpoint, recipe);
+      require_same_recipe_translations(checkpoint, bundle, recipe, sentences, scratch);
+      python({kBridge.string(), "to-torch", back.string(), again.string()}, scratch);
+      require_same_recipe_translations(back, again, recipe, sentences, scratch);
+    }
+  }
+}
+
+TEST_CASE("torch_bridge: batched and Transformer files from someone else are refused in one line",
+          "[torch]") {
+  if (!torch_installed()) return;
+  for (const std::string recipe : {"batched", "transformer"}) {
+    DYNAMIC_SECTION("recipe " << recipe) {
+      const TemporaryFolder scratch("attograd_torch_bridge");
+      const fs::path checkpoint = train_checkpoint(recipe, scratch);
+      const fs::path bundle = scratch.path / "model.pt";
+      python({kBridge.string(), "to-torch", checkpoint.string(), bundle.string()}, scratch);
+      CHECK(require_hostile_cases_refused(checkpoint, bundle, scratch.path / "hostile", scratch) >=
+            24);
+      CHECK_FALSE(fs::exists(scratch.path / "hostile" / "pwned"));
+    }
+  }
+}
+
+TEST_CASE(
+    "torch_finetune: two DDP processes keep the same weights, lower the loss, and translate "
+    "reads the result",
+    "[torch]") {
+  if (!torch_installed()) return;
+  for (const std::string recipe : {"batched", "transformer"}) {
+    DYNAMIC_SECTION("recipe " << recipe) {
+      const TemporaryFolder scratch("attograd_torch_finetune");
+      const fs::path checkpoint = train_checkpoint(recipe, scratch);
+      const fs::path bundle = scratch.path / "model.pt", tuned = scratch.path / "tuned.pt",
+                     report = scratch.path / "report.jsonl",
+                     back = scratch.path / "tuned.safetensors";
+      python({kBridge.string(), "to-torch", checkpoint.string(), bundle.string()}, scratch);
+      python({kFinetune.string(), bundle.string(), tuned.string(), "--nproc", "2", "--steps", "4",
+              "--batch", "16", "--lr", "0.01", "--data", kShippedData.string(), "--report",
+              report.string()},
+             scratch);
+      const std::vector<std::string> lines = lines_of(read_file(report));
+      REQUIRE(lines.size() == 5);  // four steps, then the losses before and after
+      std::string previous;
+      for (size_t step = 0; step < 4; ++step) {
+        const nlohmann::json entry = nlohmann::json::parse(lines[step]);
+        INFO("step " << step + 1);
+        CHECK(entry.at("step") == step + 1);
+        const auto digests = entry.at("digests").get<std::vector<std::string>>();
+        REQUIRE(digests.size() == 2);
+        CHECK(digests[0] == digests[1]);  // both processes hold the same weights
+        CHECK(digests[0] != previous);    // and the step moved them
+        previous = digests[0];
+        CHECK(std::isfinite(entry.at("loss").get<double>()));
+      }
+      const nlohmann::json losses = nlohmann::json::parse(lines[4]);
+      CHECK(losses.at("loss_after").get<double>() < losses.at("loss_before").get<double>());
+      // Back to attograd: translate and eval take it, and it translates as PyTorch does.
+      python({kBridge.string(), "from-torch", tuned.string(), back.string()}, scratch);
+      require_same_recipe_translations(back, tuned, recipe, recipe_sentences(checkpoint, recipe),
+                                       scratch);
+      const ProgramRun evaluated =
+          run_program(kBinary,
+                      {"eval", "--recipe", recipe, "--checkpoint", back.string(), "--data",
+                       kShippedData.string(), "--json"},
+                      scratch.path);
+      INFO(evaluated.err);
+      CHECK(evaluated.status == 0);
+      CHECK(nlohmann::json::parse(evaluated.out).contains("bleu"));
+      // The fine-tuned weights differ from the exported ones.
+      CHECK(read_file(back) != read_file(checkpoint));
+    }
+  }
+}
+
+TEST_CASE("torch_finetune: bad input is one line and exit status 2, before any process starts",
+          "[torch]") {
+  if (!torch_installed()) return;
+  const TemporaryFolder scratch("attograd_torch_finetune");
+  const auto [checkpoint, tutorial_bundle] = tiny_pair(DecoderKind::location, scratch);
+  const std::vector<std::pair<std::vector<std::string>, std::string>> refusals = {
+      {{"missing.pt", "out.pt"}, "cannot read torch.save bundle missing.pt: No such file"},
+      {{tutorial_bundle.string(), "out.pt"},
+       "a tutorial-recipe bundle; torch_finetune.py fine-tunes"},
+      {{checkpoint.string(), "out.pt"}, "refused: torch.load(weights_only=True) cannot read it"},
+      {{tutorial_bundle.string(), "out.pt", "--nproc", "0"},
+       "argument --nproc: 0 is outside [1, 64]"},
+      {{tutorial_bundle.string(), "out.pt", "--nproc", "two"},
+       "argument --nproc: 'two' is not a number"},
+      {{tutorial_bundle.string(), "out.pt", "--nnodes", "2", "--node-rank", "2"},
+       "--node-rank 2 must be below --nnodes 2"},
+      {{tutorial_bundle.string()}, "the following arguments are required: out"},
+  };
+  for (const auto& [arguments, expected] : refusals) {
+    std::vector<std::string> command = {kFinetune.string()};
+    command.insert(command.end(), arguments.begin(), arguments.end());
+    INFO(arguments.front() << " " << (arguments.size() > 2 ? arguments[2] : ""));
+    const ProgramRun refused = run_program(kPython, command, scratch.path);
+    CHECK(refused.status == 2);
+    require_one_line_error(refused);
+    CHECK(refused.err.find(expected) != std::string::npos);
+  }
+  CHECK_FALSE(fs::exists(scratch.path / "out.pt"));
 }

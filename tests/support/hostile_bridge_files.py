@@ -4,7 +4,8 @@ the bridge's answer to each.
 
   hostile_bridge_files.py CHECKPOINT BUNDLE FOLDER
 
-CHECKPOINT is a tutorial-recipe checkpoint, BUNDLE its `to-torch` bundle.
+CHECKPOINT is a checkpoint of `translate train` (any recipe), BUNDLE its
+`to-torch` bundle; the batched and Transformer recipes get their own cases.
 Writes variants of each into FOLDER, runs the bridge's main() on each in this
 process (one torch import for all), and writes FOLDER/cases.json, a list of
 {"command": "to-torch" | "from-torch", "file": NAME, "expect": TEXT,
@@ -54,15 +55,46 @@ class RunsCode:
 
 
 def main(checkpoint, bundle_path, folder):
-    cases = []
+    good = torch.load(bundle_path, weights_only=True)
+    if "recipe" in json.loads(good["config"]):
+        cases = recipe_cases(checkpoint, good, folder)
+    else:
+        cases = tutorial_cases(checkpoint, good, folder)
+    run_cases(cases, folder)
+
+
+def case_writers(cases, folder, checkpoint, good):
+    """damaged(name, expect, edit): CHECKPOINT with edit(header) applied, a
+    to-torch case; bundle(name, expect, value=None, edit=None, raw=None): the
+    good bundle with edit(bundle) applied (or `value`, or the bytes `raw`), a
+    from-torch case. Each writes FOLDER/name and adds its case to `cases`."""
     header, body = read_raw(checkpoint)
-    first = next(name for name in header if name != "__metadata__")
 
     def damaged(name, expect, edit):
         variant = copy.deepcopy(header)
         edit(variant)
         write_raw(os.path.join(folder, name), variant, body)
         cases.append({"command": "to-torch", "file": name, "expect": expect})
+
+    def bundle(name, expect, value=None, edit=None, raw=None):
+        path = os.path.join(folder, name)
+        if raw is not None:
+            with open(path, "wb") as f:
+                f.write(raw)
+        else:
+            variant = copy.deepcopy(good) if value is None else value
+            if edit is not None:
+                edit(variant)
+            torch.save(variant, path)
+        cases.append({"command": "from-torch", "file": name, "expect": expect})
+
+    return header, damaged, bundle
+
+
+def tutorial_cases(checkpoint, good, folder):
+    cases = []
+    header, damaged, bundle = case_writers(cases, folder, checkpoint, good)
+    first = next(name for name in header if name != "__metadata__")
 
     def set_entry(key, value):
         return lambda h: h.__setitem__(key, value)
@@ -102,20 +134,7 @@ def main(checkpoint, bundle_path, folder):
     cases.append({"command": "to-torch", "file": "header_too_long.safetensors",
                   "expect": "not a safetensors file"})
 
-    good = torch.load(bundle_path, weights_only=True)
     config = json.loads(good["config"])
-
-    def bundle(name, expect, value=None, edit=None, raw=None):
-        path = os.path.join(folder, name)
-        if raw is not None:
-            with open(path, "wb") as f:
-                f.write(raw)
-        else:
-            variant = copy.deepcopy(good) if value is None else value
-            if edit is not None:
-                edit(variant)
-            torch.save(variant, path)
-        cases.append({"command": "from-torch", "file": name, "expect": expect})
 
     def with_config(**changes):
         def edit(variant):
@@ -199,7 +218,106 @@ def main(checkpoint, bundle_path, folder):
     bundle("counts_short.pt", "config.attograd.source_counts is not a list of",
            edit=with_extra("source_counts", [1, 2]))
     bundle("empty.pt", "refused: torch.load(weights_only=True) cannot read it", raw=b"")
+    return cases
 
+
+def recipe_cases(checkpoint, good, folder):
+    """The cases of a batched or Transformer checkpoint and bundle."""
+    cases = []
+    _, damaged, bundle = case_writers(cases, folder, checkpoint, good)
+    config = json.loads(good["config"])
+    transformer = config["recipe"] == "transformer"
+    width = "num_hiddens" if transformer else "hidden_size"
+    depth = "num_blocks" if transformer else "num_layers"
+
+    def set_metadata(key, value):
+        return lambda h: h["__metadata__"].__setitem__(key, value)
+
+    damaged("depth_text.safetensors", f"the checkpoint's {depth} is 'two', not an integer",
+            set_metadata(depth, "two"))
+    damaged("depth_huge.safetensors",
+            f"the checkpoint's {depth} is '99', not an integer in [1, 16]",
+            set_metadata(depth, "99"))
+    damaged("dropout_text.safetensors", "the checkpoint's dropout is 'x', not a number in [0, 1)",
+            set_metadata("dropout", "x"))
+    damaged("steps_one.safetensors", "the checkpoint's num_steps is '1'",
+            set_metadata("num_steps", "1"))
+    damaged("vocabulary_damaged.safetensors", "'source_vocabulary' is not an attograd vocabulary",
+            set_metadata("source_vocabulary", "words"))
+    damaged("tutorial_specials.safetensors", "target_vocabulary must start ['<pad>'",
+            set_metadata("target_vocabulary", "attograd-vocabulary 1\nspecial 3 unknown 2\n"
+                         "words 3\nSOS\t0\nEOS\t0\n<unk>\t0\n"))
+    damaged("no_vocabulary.safetensors", "the checkpoint has no 'source_vocabulary' entry",
+            lambda h: h["__metadata__"].pop("source_vocabulary"))
+
+    def stray_tensor(changed):
+        name = next(key for key in changed if key != "__metadata__")
+        changed["classifier.weight"] = changed.pop(name)
+    damaged("stray_tensor.safetensors", "'classifier.weight' belongs to neither the encoder",
+            stray_tensor)
+    damaged("width_wrong.safetensors", "the config and the words make it",
+            set_metadata(width, "24"))
+
+    def with_config(**changes):
+        def edit(variant):
+            changed = copy.deepcopy(config)
+            changed.update(changes)
+            variant["config"] = json.dumps(changed)
+        return edit
+
+    def with_metadata(**entries):
+        def edit(variant):
+            changed = copy.deepcopy(config)
+            changed["attograd"]["metadata"].update(entries)
+            variant["config"] = json.dumps(changed)
+        return edit
+
+    marker = os.path.join(folder, "pwned")
+    bundle("runs_code.pt", "refused: torch.load(weights_only=True) cannot read it",
+           value={"encoder": RunsCode(marker)})
+    bundle("recipe_unknown.pt", "config recipe is 'rnn'", edit=with_config(recipe="rnn"))
+    bundle("width_text.pt", f"'{width}' is \"8\", not an integer", edit=with_config(**{width: "8"}))
+    bundle("width_huge.pt", f"'{width}' is 100000, not an integer in [1, 4096]",
+           edit=with_config(**{width: 100000}))
+    bundle("width_wrong.pt", "the config and the words make it",
+           edit=with_config(**{width: 2 * config[width]}))
+    bundle("depth_more.pt", "is missing; the config and the words make it",
+           edit=with_config(**{depth: config[depth] + 1}))
+    bundle("steps_huge.pt", "'num_steps' is 100000, not an integer in [2, 512]",
+           edit=with_config(num_steps=100000))
+    bundle("dropout_one.pt", "config dropout is 1, not in [0, 1)", edit=with_config(dropout=1))
+    if transformer:
+        bundle("heads_not_dividing.pt", "does not divide num_hiddens",
+               edit=with_config(num_heads=config["num_hiddens"] - 1))
+    bundle("no_specials.pt", "source_words must start ['<pad>', '<bos>', '<eos>', '<unk>']",
+           edit=lambda v: v["source_words"].__setitem__(0, "SOS"))
+    bundle("word_twice.pt", "twice", edit=lambda v: v["target_words"].__setitem__(
+        5, v["target_words"][4]))
+
+    def poison(variant):
+        variant["decoder"]["dense.weight"][0, 0] = float("nan")
+    bundle("nan_weight.pt", "holds a NaN or an infinity", edit=poison)
+    bundle("missing_tensor.pt", "the decoder state dict does not fit",
+           edit=lambda v: v["decoder"].pop("dense.bias"))
+    bundle("extra_tensor.pt", "the encoder state dict does not fit",
+           edit=lambda v: v["encoder"].__setitem__("extra.weight", torch.zeros(2)))
+    bundle("metadata_number.pt", "config.attograd.metadata is not an object of strings",
+           edit=with_metadata(num_examples=600))
+    bundle("metadata_resume.pt", "config.attograd.metadata is not an object of strings",
+           edit=with_metadata(**{"resume.settings": "{}"}))
+    bundle("metadata_optimizer.pt", "config.attograd.metadata is not an object of strings",
+           edit=with_metadata(**{"attograd.optimizer": "Adam"}))
+    bundle("direction_bad.pt", "direction 'en-fr'", edit=with_metadata(direction="en-fr"))
+
+    def counts_short(variant):
+        changed = copy.deepcopy(config)
+        changed["attograd"]["source_counts"] = [1, 2]
+        variant["config"] = json.dumps(changed)
+    bundle("counts_short.pt", "config.attograd.source_counts is not a list of", edit=counts_short)
+    return cases
+
+
+def run_cases(cases, folder):
     out = os.path.join(folder, "out")
     for case in cases:
         errors = io.StringIO()
