@@ -43,8 +43,13 @@ const std::filesystem::path kTrainer =
 
 ProgramRun python(const std::vector<std::string>& arguments, const TemporaryFolder& scratch,
                   const std::string& input = "") {
-  const ProgramRun result = run_program(kPython, arguments, scratch.path, input);
-  INFO("python3 " << arguments.front() << " failed:\n" << result.err);
+  // Under timeout(1): a PyTorch process that hangs (a distributed group's
+  // teardown once did) fails its test in minutes instead of holding the suite.
+  std::vector<std::string> under_timeout = {"--kill-after=10", "600", kPython.string()};
+  under_timeout.insert(under_timeout.end(), arguments.begin(), arguments.end());
+  const ProgramRun result = run_program("/usr/bin/timeout", under_timeout, scratch.path, input);
+  INFO("python3 " << arguments.front() << " failed (status 124: it ran past 600 s):\n"
+                  << result.err);
   REQUIRE(result.status == 0);
   return result;
 }
