@@ -74,6 +74,13 @@ constexpr const char* kScript = R"((function () {
     document.getElementById('attention-status').textContent = shown + ' map' + (shown === 1 ? '' : 's') + ' shown';
   }
   show();
+  var view = wanted.get('view');
+  if (view) {
+    if (!document.getElementById(view)) throw new Error('no section "' + view + '" in this report');
+    Array.prototype.forEach.call(document.querySelectorAll('section'), function (section) {
+      section.hidden = section.id !== view;
+    });
+  }
   // A hovered cell gets its tooltip (a <title>) then, which keeps the page small.
   var readout = document.getElementById('hover-readout');
   document.addEventListener('mouseover', function (event) {
@@ -234,27 +241,31 @@ std::string RunReport::to_html() const {
   plot::HtmlPage page(title_);
   page.style(kStyle).body(kErrorTrap);
   page.body(fmt::format("<h1>{}</h1>\n", html_escape(title_)));
-  if (!settings_.empty()) page.body("<h2>Configuration</h2>\n").body(table(settings_));
-  if (!figures_.empty()) page.body("<h2>Final figures</h2>\n").body(table(figures_));
+  // Each part is a <section> with an id, which view=<id> shows alone.
+  const auto part = [&](const char* id, const std::string& heading, const std::string& html) {
+    page.body(fmt::format("<section id=\"{}\">\n<h2>{}</h2>\n", id, html_escape(heading)))
+        .body(html)
+        .body("</section>\n");
+  };
+  if (!settings_.empty()) part("configuration", "Configuration", table(settings_));
+  if (!figures_.empty()) part("figures", "Final figures", table(figures_));
   if (!pictures_.empty()) {
-    page.body("<h2>Pictures</h2>\n<div class=\"pictures\">\n");
+    std::string html = "<div class=\"pictures\">\n";
     for (const auto& [caption, svg] : pictures_) {
-      page.body(fmt::format("<figure class=\"picture\">{}<figcaption>{}</figcaption></figure>\n",
-                            svg, html_escape(caption)));
+      html += fmt::format("<figure class=\"picture\">{}<figcaption>{}</figcaption></figure>\n", svg,
+                          html_escape(caption));
     }
-    page.body("</div>\n");
+    part("pictures", "Pictures", html + "</div>\n");
   }
-  for (const Section& section : sections_) {
-    page.body(fmt::format("<h2>{}</h2>\n", html_escape(section.heading))).body(section.html);
+  for (std::size_t i = 0; i < sections_.size(); ++i) {
+    part(fmt::format("section{}", i + 1).c_str(), sections_[i].heading, sections_[i].html);
   }
-  if (!translations_.empty()) {
-    page.body("<h2>Translations</h2>\n").body(translations_html(translations_));
-  }
-  if (!maps_.empty()) page.body("<h2>Attention maps</h2>\n").body(attention_html());
+  if (!translations_.empty())
+    part("translations", "Translations", translations_html(translations_));
+  if (!maps_.empty()) part("attention", "Attention maps", attention_html());
   if (!graph_svg_.empty()) {
-    page.body("<h2>The graph of one training step</h2>\n<div class=\"graph\">\n")
-        .body(graph_svg_)
-        .body("</div>\n");
+    part("graph", "The graph of one training step",
+         "<div class=\"graph\">\n" + graph_svg_ + "</div>\n");
   }
   page.script(kScript);
   for (const Section& section : sections_) page.script(section.script);

@@ -18,7 +18,10 @@
 // match the selectors (a selector appears when its field takes more than one
 // value). The page's address can preselect them, e.g.
 // report.html#head=2&kind=encoder%20self, which is how
-// scripts/check_reports.py drives the page in a headless browser. Hovering a
+// scripts/check_reports.py drives the page in a headless browser
+// (view=attention shows that section alone: each part of the page is a
+// <section> with an id: configuration, figures, pictures, section1…,
+// translations, attention, graph). Hovering a
 // cell shows its query word, key word and weight (the cells carry data-q,
 // data-k and data-w, and a tooltip). An error in the page's script is written
 // into <pre id="report-errors">, and <body data-ready="1"> marks a page whose
