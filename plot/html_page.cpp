@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <vector>
+
 #include "plot/svg_document.hpp"
 #include "tensor/error.hpp"
 
@@ -10,12 +12,38 @@ namespace attograd::plot {
 
 std::string html_escape(std::string_view text) { return xml_escape(text); }
 
-std::string inline_svg(std::string_view svg) {
+namespace {
+
+// Every occurrence of `from` in `text` replaced by `to`.
+void replace_all(std::string& text, const std::string& from, const std::string& to) {
+  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
+    text.replace(at, from.size(), to);
+  }
+}
+
+}  // namespace
+
+std::string inline_svg(std::string_view svg, std::string_view id_suffix) {
   const size_t start = svg.find("<svg");
   check(start != std::string_view::npos,
         "inline_svg: the text has no <svg element (it starts with '{}')",
         std::string(svg.substr(0, 40)));
-  return std::string(svg.substr(start));
+  std::string text(svg.substr(start));
+  // The ids first (they are read from the original), then every use of each.
+  std::vector<std::string> ids;
+  for (size_t at = text.find(" id=\""); at != std::string::npos; at = text.find(" id=\"", at + 1)) {
+    const size_t begin = at + 5, end = text.find('"', begin);
+    if (end == std::string::npos) break;
+    ids.push_back(text.substr(begin, end - begin));
+  }
+  for (const std::string& id : ids) {
+    const std::string renamed = id + std::string(id_suffix);
+    for (const char* form : {" id=\"{}\"", "url(#{})", "href=\"#{}\""}) {
+      replace_all(text, fmt::format(fmt::runtime(form), id),
+                  fmt::format(fmt::runtime(form), renamed));
+    }
+  }
+  return text;
 }
 
 HtmlPage::HtmlPage(std::string title) : title_(std::move(title)) {}

@@ -24,9 +24,12 @@ namespace attograd::plot {
 std::string html_escape(std::string_view text);
 
 // An SVG picture ready to sit inside HTML: whatever comes before its <svg
-// element (an XML declaration, a DOCTYPE, comments) is dropped. Throws if
-// there is no <svg element.
-std::string inline_svg(std::string_view svg);
+// element (an XML declaration, a DOCTYPE, comments) is dropped, and every
+// id it defines (id="plot-area") gets `id_suffix` appended, as do the
+// references to it (url(#plot-area), href="#plot-area"): the pictures of one
+// page share one id space, and two charts' clip paths or gradients must not
+// collide. Throws if there is no <svg element.
+std::string inline_svg(std::string_view svg, std::string_view id_suffix);
 
 class HtmlPage {
  public:

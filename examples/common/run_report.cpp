@@ -163,7 +163,8 @@ RunReport& RunReport::figure(std::string name, std::string value) {
 }
 
 RunReport& RunReport::picture(std::string caption, std::string svg) {
-  pictures_.emplace_back(std::move(caption), plot::inline_svg(svg));
+  pictures_.emplace_back(std::move(caption),
+                         plot::inline_svg(svg, fmt::format("-p{}", pictures_.size() + 1)));
   return *this;
 }
 
@@ -181,7 +182,7 @@ RunReport& RunReport::attention(ReportAttention map) {
 }
 
 RunReport& RunReport::add_graph_svg(std::string svg) {
-  graph_svg_ = plot::inline_svg(svg);
+  graph_svg_ = plot::inline_svg(svg, "-graph");
   return *this;
 }
 
@@ -213,7 +214,8 @@ std::string RunReport::attention_html() const {
       "<span id=\"attention-status\"></span></div>\n"
       "<p>Cell: <span id=\"hover-readout\">hover a cell</span></p>\n"
       "<div class=\"grid\" id=\"attention-grid\">\n";
-  for (const ReportAttention& map : maps_) {
+  for (std::size_t i = 0; i < maps_.size(); ++i) {
+    const ReportAttention& map = maps_[i];
     const auto number = static_cast<std::size_t>(
         std::find(sentences.begin(), sentences.end(), map.sentence) - sentences.begin() + 1);
     std::string caption = map.kind;
@@ -232,7 +234,7 @@ std::string RunReport::attention_html() const {
         "<figure class=\"map\" data-sentence=\"{}\" data-kind=\"{}\" data-block=\"{}\" "
         "data-head=\"{}\"><figcaption>{}: {}</figcaption>\n{}</figure>\n",
         number, html_escape(map.kind), map.block, map.head, number, html_escape(caption),
-        plot::inline_svg(heatmap.to_svg()));
+        plot::inline_svg(heatmap.to_svg(), fmt::format("-m{}", i + 1)));
   }
   return html + "</div>\n";
 }
