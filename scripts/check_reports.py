@@ -187,6 +187,10 @@ def main():
         target = os.path.abspath(args.screenshot)
         shot = dict(reports).get("transformer", reports[0][1])
         url = "file://" + os.path.abspath(shot) + args.screenshot_fragment
+        shown, _, _ = load(browser, shot, args.screenshot_fragment)
+        if shown.errors.strip() or shown.body.get("data-ready") != "1":
+            failures.append(f"screenshot: {shot}{args.screenshot_fragment}: script errors: "
+                            f"{shown.errors.strip()}")
         _, _, status = chromium(browser, url, ["--screenshot=" + target,
                                                "--window-size=1280,1000", "--hide-scrollbars"])
         if status != 0 or not os.path.isfile(target) or os.path.getsize(target) == 0:

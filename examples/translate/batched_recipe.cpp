@@ -438,8 +438,14 @@ void finish_training(BatchedTranslator& model, const text::PairSet& set,
       translate_sentence(model, data.source_vocabulary, data.target_vocabulary,
                          outputs.attention_sentence, outputs.num_steps);
   outputs.draw_attention(folder, drawn);
-  run_report.translation(translate_report::translation_row(drawn, outputs.attention_sentence, ""));
-  outputs.report_attention(run_report, outputs.attention_sentence, drawn);
+  const auto& tests_pairs = textbook_test_pairs();
+  if (std::none_of(tests_pairs.begin(), tests_pairs.end(), [&](const ReferencePair& pair) {
+        return pair.source == outputs.attention_sentence;
+      })) {  // the default, "i'm home .", is a test sentence, already in the report
+    run_report.translation(
+        translate_report::translation_row(drawn, outputs.attention_sentence, ""));
+    outputs.report_attention(run_report, outputs.attention_sentence, drawn);
+  }
 
   std::vector<text::SentencePair> training_pairs = take(set.pairs, 0, data.source.rows);
   const Evaluation evaluation = evaluate(model, data.source_vocabulary, data.target_vocabulary,
