@@ -530,18 +530,11 @@ int run_batched_train(const BatchedTrainFlags& given) {
                        "Bahdanau attention (batched recipe)");
   };
   outputs.report_attention = report_decoder_attention;
-  outputs.settings = {{"data", flags.data},
-                      {"direction", flags.direction},
-                      {"embed E", std::to_string(flags.embed)},
-                      {"hidden H", std::to_string(flags.hidden)},
-                      {"layers", std::to_string(flags.layers)},
-                      {"dropout", fmt::format("{:g}", flags.dropout)},
-                      {"epochs", std::to_string(flags.epochs)},
-                      {"batch", std::to_string(flags.batch)},
-                      {"lr", fmt::format("{:g}", flags.lr)},
-                      {"num_steps", std::to_string(flags.num_steps)},
-                      {"seed", std::to_string(flags.seed)},
-                      {"parameters", std::to_string(model.parameter_count())}};
+  outputs.settings = report_settings(flags,
+                                     {{"embed E", std::to_string(flags.embed)},
+                                      {"hidden H", std::to_string(flags.hidden)},
+                                      {"layers", std::to_string(flags.layers)}},
+                                     model.parameter_count());
   finish_training(model, set, data, trainer.report(), outputs, out);
   return 0;
 }

@@ -13,6 +13,8 @@
 // defaults are d2l's hyperparameters.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -21,6 +23,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "examples/common/cli.hpp"
@@ -129,6 +132,26 @@ void declare_data_flags(cli::Parser& parser, TrainFlags& flags) {
       .flag("min-freq", flags.min_freq, "words seen fewer times become <unk>", cli::at_least(1))
       .flag("num-steps", flags.num_steps, "T: every sentence is cut or padded to T ids",
             cli::in_range(2, kMaxSteps));
+}
+// report.html's configuration: the data flags, `model` (the recipe's own
+// sizes), the training flags both recipes share, and the parameter count.
+template <typename TrainFlags>
+std::vector<std::pair<std::string, std::string>> report_settings(
+    const TrainFlags& flags, const std::vector<std::pair<std::string, std::string>>& model,
+    int64_t parameters) {
+  std::vector<std::pair<std::string, std::string>> rows = {
+      {"data", flags.data},
+      {"direction", flags.direction},
+      {"num_examples", std::to_string(flags.num_examples)},
+      {"num_steps", std::to_string(flags.num_steps)}};
+  rows.insert(rows.end(), model.begin(), model.end());
+  rows.insert(rows.end(), {{"dropout", fmt::format("{:g}", flags.dropout)},
+                           {"epochs", std::to_string(flags.epochs)},
+                           {"batch", std::to_string(flags.batch)},
+                           {"lr", fmt::format("{:g}", flags.lr)},
+                           {"seed", std::to_string(flags.seed)},
+                           {"parameters", std::to_string(parameters)}});
+  return rows;
 }
 template <typename TrainFlags>
 void declare_training_flags(cli::Parser& parser, TrainFlags& flags,

@@ -329,19 +329,12 @@ int run_transformer_train(const TransformerTrainFlags& given) {
                                       const SentenceTranslation& translation) {
     report_all_heads(report, model, sentence, translation);
   };
-  outputs.settings = {{"data", flags.data},
-                      {"direction", flags.direction},
-                      {"num_hiddens d", std::to_string(flags.hidden)},
-                      {"blocks", std::to_string(flags.blocks)},
-                      {"heads", std::to_string(flags.heads)},
-                      {"ffn", std::to_string(flags.ffn)},
-                      {"dropout", fmt::format("{:g}", flags.dropout)},
-                      {"epochs", std::to_string(flags.epochs)},
-                      {"batch", std::to_string(flags.batch)},
-                      {"lr", fmt::format("{:g}", flags.lr)},
-                      {"num_steps", std::to_string(flags.num_steps)},
-                      {"seed", std::to_string(flags.seed)},
-                      {"parameters", std::to_string(model.parameter_count())}};
+  outputs.settings = report_settings(flags,
+                                     {{"num_hiddens d", std::to_string(flags.hidden)},
+                                      {"blocks", std::to_string(flags.blocks)},
+                                      {"heads", std::to_string(flags.heads)},
+                                      {"ffn", std::to_string(flags.ffn)}},
+                                     model.parameter_count());
   finish_training(model, set, data, trainer.report(), outputs, out);
   return 0;
 }

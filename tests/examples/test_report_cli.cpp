@@ -62,18 +62,27 @@ void require_self_contained(const std::string& html) {
   CHECK_THAT(html, Contains("document.body.dataset.ready = '1';"));
 }
 
+// Runs `program` with `arguments` and returns the self-contained page it
+// wrote to `page`.
+std::string written_page(const attograd::testing::Program& program,
+                         const std::vector<std::string>& arguments, const fs::path& scratch,
+                         const fs::path& page, const std::string& input = "") {
+  const Run ran = program(arguments, scratch, input);
+  INFO("stderr: " << ran.err);
+  REQUIRE(ran.status == 0);
+  const std::string html = read_file(page);
+  require_self_contained(html);
+  return html;
+}
+
 }  // namespace
 
 TEST_CASE("nw_regression report.html: figures, pictures and the width slider", "[report][cli]") {
   if constexpr (!kFloatBuild) return;
   TemporaryFolder scratch;
   const fs::path out = scratch.path / "nw";
-  const Run ran = run_nw({"--epochs", "3", "--out", out.string()}, scratch.path);
-  INFO("stderr: " << ran.err);
-  REQUIRE(ran.status == 0);
-  CHECK_THAT(ran.out, Contains("report.html written to"));
-  const std::string html = read_file(out / "report.html");
-  require_self_contained(html);
+  const std::string html = written_page(run_nw, {"--epochs", "3", "--out", out.string()},
+                                        scratch.path, out / "report.html");
   CHECK_THAT(html, Contains("<th>epochs</th><td>3</td>"));
   CHECK_THAT(html, Contains("test MSE, learned attention"));
   // The eight pictures inline, and the slider's two pictures the script fills.
@@ -89,15 +98,12 @@ TEST_CASE("translate tutorial report.html: settings, BLEU, loss curve and the ma
   if constexpr (!kFloatBuild) return;
   TemporaryFolder scratch;
   const fs::path out = scratch.path / "run";
-  const Run ran = run({"train", "--data", tutorial_data(scratch.path, 60).string(), "--out",
-                       out.string(), "--iters", "40", "--hidden", "16", "--print-every", "20",
-                       "--plot-every", "5", "--examples", "2", "--validation", "0.1"},
-                      scratch.path);
-  INFO("stderr: " << ran.err);
-  REQUIRE(ran.status == 0);
-  CHECK_THAT(ran.out, Contains("report.html"));
-  const std::string html = read_file(out / "report.html");
-  require_self_contained(html);
+  const std::string html =
+      written_page(run,
+                   {"train", "--data", tutorial_data(scratch.path, 60).string(), "--out",
+                    out.string(), "--iters", "40", "--hidden", "16", "--print-every", "20",
+                    "--plot-every", "5", "--examples", "2", "--validation", "0.1"},
+                   scratch.path, out / "report.html");
   CHECK_THAT(html, Contains("<th>iterations</th><td>40</td>"));
   CHECK_THAT(html, Contains("validation BLEU-4"));
   CHECK_THAT(html, Contains("<figcaption>Training loss</figcaption>"));
@@ -114,11 +120,8 @@ TEST_CASE("translate batched report.html and translate --report with beam hypoth
   if constexpr (!kFloatBuild) return;
   TemporaryFolder scratch;
   const fs::path out = scratch.path / "run";
-  const Run ran = run(quick_batched_train(out, 2), scratch.path);
-  INFO("stderr: " << ran.err);
-  REQUIRE(ran.status == 0);
-  const std::string html = read_file(out / "report.html");
-  require_self_contained(html);
+  const std::string html =
+      written_page(run, quick_batched_train(out, 2), scratch.path, out / "report.html");
   // d2l's four test sentences, each with its map (the drawn one, "i'm home .", is one of them).
   CHECK(count(html, "<figure class=\"map\"") == 4);
   CHECK(count(html, "<table class=\"translation\">") == 4);
@@ -128,14 +131,11 @@ TEST_CASE("translate batched report.html and translate --report with beam hypoth
 
   // Words from stdin are escaped; beam search lists its hypotheses.
   const fs::path page = scratch.path / "pages" / "sentences.html";
-  const Run translated =
-      run({"translate", "--recipe", "batched", "--checkpoint",
-           (out / "checkpoint.safetensors").string(), "--beam", "3", "--report", page.string()},
-          scratch.path, "i'm <b>&home .\ngo .\n");
-  INFO("translate stderr: " << translated.err);
-  REQUIRE(translated.status == 0);
-  const std::string sentences = read_file(page);
-  require_self_contained(sentences);
+  const std::string sentences = written_page(
+      run,
+      {"translate", "--recipe", "batched", "--checkpoint",
+       (out / "checkpoint.safetensors").string(), "--beam", "3", "--report", page.string()},
+      scratch.path, page, "i'm <b>&home .\ngo .\n");
   CHECK_THAT(sentences, Contains("<td>i&apos;m &lt;b&gt;&amp;home .</td>"));
   CHECK(sentences.find("<b>") == std::string::npos);
   CHECK(count(sentences, "<th>beam 3</th>") == 2);
@@ -148,11 +148,8 @@ TEST_CASE("translate transformer report.html: every block, head and kind, under 
   if constexpr (!kFloatBuild) return;
   TemporaryFolder scratch;
   const fs::path out = scratch.path / "run";
-  const Run ran = run(quick_transformer_train(out, 2), scratch.path);
-  INFO("stderr: " << ran.err);
-  REQUIRE(ran.status == 0);
-  const std::string html = read_file(out / "report.html");
-  require_self_contained(html);
+  const std::string html =
+      written_page(run, quick_transformer_train(out, 2), scratch.path, out / "report.html");
   // 4 sentences x 2 blocks x 2 heads x 3 kinds.
   CHECK(count(html, "<figure class=\"map\"") == 48);
   for (const char* kind : {"encoder self", "decoder self", "encoder–decoder"}) {
@@ -166,13 +163,11 @@ TEST_CASE("translate transformer report.html: every block, head and kind, under 
   CHECK(fs::file_size(out / "report.html") < 2'000'000);
 
   const fs::path page = scratch.path / "sentences.html";
-  const Run translated = run({"translate", "--recipe", "transformer", "--checkpoint",
-                              (out / "checkpoint.safetensors").string(), "--report", page.string()},
-                             scratch.path, "i'm home .\n");
-  INFO("translate stderr: " << translated.err);
-  REQUIRE(translated.status == 0);
-  const std::string sentences = read_file(page);
-  require_self_contained(sentences);
+  const std::string sentences =
+      written_page(run,
+                   {"translate", "--recipe", "transformer", "--checkpoint",
+                    (out / "checkpoint.safetensors").string(), "--report", page.string()},
+                   scratch.path, page, "i'm home .\n");
   CHECK(count(sentences, "<figure class=\"map\"") == 12);
   CHECK_THAT(sentences, Contains("<th>decoding</th><td>greedy decoding</td>"));
 }
