@@ -36,6 +36,7 @@
 #include "examples/common/inspect_tools.hpp"
 #include "examples/common/interrupt.hpp"
 #include "examples/common/output_folder.hpp"
+#include "examples/common/run_report.hpp"
 #include "plot/svg_plot.hpp"
 #include "tensor/atomic_file.hpp"
 #include "tensor/printable.hpp"
@@ -266,6 +267,113 @@ std::vector<std::pair<std::string, std::string>> draw_pictures(const Flags& flag
   return pictures;
 }
 
+// ---------------------------------------------------------------- report.html
+
+// The width slider's part of the page: the Gaussian attention pooling of the
+// seed, f̂(x) = Σᵢ softmax_i(−((x − xᵢ)w)²/2) yᵢ, recomputed in the browser
+// from the data below for the w the slider gives (the learned w marked).
+constexpr const char* kWidthSliderHtml =
+    R"(<p><label>w <input type="range" id="nw-w" min="0.05" max="20" step="0.05"></label>
+<span id="nw-w-value"></span> (learned: <span id="nw-w-learned"></span>; test MSE <span id="nw-mse"></span>)</p>
+<div class="pictures"><svg id="nw-fit" width="560" height="360" viewBox="0 0 560 360"></svg>
+<svg id="nw-weights" width="400" height="400" viewBox="0 0 400 400"></svg></div>
+)";
+
+constexpr const char* kWidthSliderScript = R"((function () {
+  var d = NW_DATA, ns = 'http://www.w3.org/2000/svg';
+  var slider = document.getElementById('nw-w'), fit = document.getElementById('nw-fit');
+  var heat = document.getElementById('nw-weights');
+  function el(parent, name, attrs) {
+    var e = document.createElementNS(ns, name);
+    for (var k in attrs) e.setAttribute(k, attrs[k]);
+    parent.appendChild(e);
+    return e;
+  }
+  // The fit: truth, the samples and the pooled prediction over x in [0, 6].
+  var lo = Math.min.apply(null, d.y_train.concat(d.truth)) - 0.5;
+  var hi = Math.max.apply(null, d.y_train.concat(d.truth)) + 0.5;
+  function sx(x) { return 40 + x / 6 * 500; }
+  function sy(y) { return 340 - (y - lo) / (hi - lo) * 320; }
+  el(fit, 'rect', {x: 40, y: 20, width: 500, height: 320, fill: 'none', stroke: '#555'});
+  function points(xs, ys) { return xs.map(function (x, i) { return sx(x) + ',' + sy(ys[i]); }).join(' '); }
+  el(fit, 'polyline', {points: points(d.x_test, d.truth), fill: 'none', stroke: '#1f77b4', 'stroke-width': 2});
+  d.x_train.forEach(function (x, i) { el(fit, 'circle', {cx: sx(x), cy: sy(d.y_train[i]), r: 3, fill: '#2ca02c', 'fill-opacity': 0.5}); });
+  var line = el(fit, 'polyline', {fill: 'none', stroke: '#d62728', 'stroke-width': 2, 'stroke-dasharray': '6 4'});
+  var cell = 380 / Math.max(d.x_test.length, d.x_train.length), cells = [];
+  d.x_test.forEach(function (_, r) {
+    cells.push(d.x_train.map(function (_, c) {
+      var rect = el(heat, 'rect', {x: 10 + c * cell, y: 10 + r * cell, width: cell + 0.5, height: cell + 0.5});
+      el(rect, 'title', {});
+      return rect;
+    }));
+  });
+  function draw() {
+    var w = Number(slider.value), predictions = [], error = 0;
+    d.x_test.forEach(function (x, r) {
+      var scores = d.x_train.map(function (xi) { var u = (x - xi) * w; return -u * u / 2; });
+      var top = Math.max.apply(null, scores);
+      var weights = scores.map(function (s) { return Math.exp(s - top); });
+      var total = weights.reduce(function (a, b) { return a + b; }, 0);
+      var y = 0;
+      weights.forEach(function (e, c) {
+        var a = e / total, shade = Math.round(255 * (1 - a));
+        y += a * d.y_train[c];
+        var rect = cells[r][c];
+        rect.setAttribute('fill', 'rgb(255,' + shade + ',' + shade + ')');
+        rect.setAttribute('data-w', a.toPrecision(3));
+        rect.firstChild.textContent = 'x = ' + x.toFixed(2) + ' \u2192 x_i = ' + d.x_train[c].toFixed(2) + ': ' + a.toPrecision(3);
+      });
+      predictions.push(y);
+      error += (y - d.truth[r]) * (y - d.truth[r]);
+    });
+    line.setAttribute('points', points(d.x_test, predictions));
+    document.getElementById('nw-w-value').textContent = w.toFixed(2);
+    document.getElementById('nw-mse').textContent = (error / d.x_test.length).toFixed(4);
+    heat.dataset.w = w.toFixed(2);
+  }
+  document.getElementById('nw-w-learned').textContent = d.w_learned.toFixed(3);
+  slider.value = String(Math.min(20, Math.max(0.05, d.w_learned)));
+  slider.addEventListener('input', draw);
+  draw();
+})();
+)";
+
+// report.html: the settings, the test errors, every picture and the width slider.
+cli::RunReport run_report(const Flags& flags, const ExperimentResult& result,
+                          const std::vector<std::pair<std::string, std::string>>& pictures) {
+  cli::RunReport report("nw_regression: attention pooling as Nadaraya–Watson regression");
+  report.setting("seed", std::to_string(flags.seed))
+      .setting("epochs", std::to_string(flags.epochs))
+      .setting("lr", fmt::format("{:g}", flags.lr))
+      .setting("kernel", flags.kernel)
+      .setting("bandwidth σ", fmt::format("{:g}", flags.bandwidth))
+      .setting("w", flags.w);
+  report.figure("test MSE, average pooling", fmt::format("{:.4f}", result.mse_average))
+      .figure("test MSE, attention pooling (Gaussian, σ = 1)",
+              fmt::format("{:.4f}", result.mse_attention));
+  for (std::size_t i = 0; i < kAllKernels.size(); ++i) {
+    report.figure(fmt::format("test MSE, Nadaraya–Watson, {}", to_string(kAllKernels[i])),
+                  fmt::format("{:.4f}", result.mse_kernels[i]));
+  }
+  report.figure("test MSE, learned attention", fmt::format("{:.4f}", result.mse_learned))
+      .figure("final training loss", fmt::format("{:.6f}", result.training.losses.back()))
+      .figure("learned w", describe_w(result.w));
+  for (const auto& [name, svg] : pictures) report.picture(name, svg);
+  const nlohmann::json data = {{"x_train", to_doubles(result.data.x_train)},
+                               {"y_train", to_doubles(result.data.y_train)},
+                               {"x_test", to_doubles(result.data.x_test)},
+                               {"truth", to_doubles(result.data.y_truth)},
+                               {"w_learned", mean_of(result.w)}};
+  std::string script = kWidthSliderScript;
+  script.replace(script.find("NW_DATA"), 7, data.dump());
+  report.section("Gaussian attention pooling: move the width w", kWidthSliderHtml, script);
+  if (!flags.inspect.dot.empty()) {
+    const std::string graph = cli::read_svg_if_present(cli::svg_path_for(flags.inspect.dot));
+    if (!graph.empty()) report.add_graph_svg(graph);
+  }
+  return report;
+}
+
 // Stops at the first epoch whose loss is NaN or infinite, or over 100 times
 // epoch 1's (the loss before the first step), before any picture is written
 // (the pictures of an earlier run stay as they were). `first_loss` keeps
@@ -329,8 +437,10 @@ void print_report(const Flags& flags, const ExperimentResult& result, std::size_
              describe_w(result.w));
   fmt::print("training: {} epochs in {:.3f} ms of compute\n", flags.epochs,
              result.training.compute_ms);
-  fmt::print("pictures ({} SVG files) written to {}/  (* = drawn as the nonparametric fit)\n",
-             picture_count, printable(out.string(), 300));
+  fmt::print(
+      "pictures ({} SVG files) and report.html written to {}/  (* = drawn as the nonparametric "
+      "fit)\n",
+      picture_count, printable(out.string(), 300));
 }
 
 int run_once(const Flags& given) {
@@ -375,6 +485,7 @@ int run_once(const Flags& given) {
     write_file_atomically(set.staged(name), svg);
     interrupts.during_save();
   }
+  run_report(flags, result, pictures).save(set.staged("report.html"));
   set.commit();
 
   if (flags.json) {

@@ -147,6 +147,15 @@ void check_axis_values(const char* what, const std::vector<double>& values, std:
         what);
 }
 
+// What row or column `index` stands for in a hover tooltip: its word, its
+// value, or its index.
+std::string cell_label(const std::vector<std::string>& labels, const std::vector<double>& values,
+                       std::size_t index) {
+  if (index < labels.size()) return labels[index];
+  if (index < values.size()) return fmt::format("{:.3g}", values[index]);
+  return std::to_string(index);
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------- settings
@@ -259,6 +268,11 @@ void Heatmap::save(const std::filesystem::path& path) const {
   write_file_atomically(path, to_svg());
 }
 
+Heatmap& Heatmap::hover_cells(bool on) {
+  hover_cells_ = on;
+  return *this;
+}
+
 HeatmapGrid Heatmap::layout() const {
   HeatmapGrid grid;
   // Colour range over the finite entries.
@@ -329,8 +343,18 @@ void Heatmap::draw_cells(Svg& svg, const HeatmapGrid& grid) const {
                                    : std::string(kMissingColor);
       const double overlap_x = c + 1 < cols_ ? 0.5 : 0.0;
       const double overlap_y = r + 1 < rows_ ? 0.5 : 0.0;
-      svg.rect(grid.grid_left + c * cell, grid.grid_top + r * cell, cell + overlap_x,
-               cell + overlap_y, fmt::format("fill=\"{}\"", fill));
+      const double x = grid.grid_left + c * cell, y = grid.grid_top + r * cell;
+      if (!hover_cells_) {
+        svg.rect(x, y, cell + overlap_x, cell + overlap_y, fmt::format("fill=\"{}\"", fill));
+        continue;
+      }
+      const std::string query = xml_escape(cell_label(row_labels_, row_values_, r));
+      const std::string key = xml_escape(cell_label(column_labels_, column_values_, c));
+      svg.raw(fmt::format(
+          "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\" data-q=\"{}\" "
+          "data-k=\"{}\" data-w=\"{:.3g}\"/>\n",
+          detail::px(x), detail::px(y), detail::px(cell + overlap_x), detail::px(cell + overlap_y),
+          fill, query, key, value));
     }
   }
   svg.raw("</g>\n");

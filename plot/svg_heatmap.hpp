@@ -49,6 +49,11 @@ class Heatmap {
   Heatmap& colormap(Colormap map);
   Heatmap& colorbar_label(std::string text);
   Heatmap& size(int width, int height);
+  // Each cell carries its labels and value for the script of a page that
+  // shows them on hover (examples/common/run_report.cpp): data-q (the row's
+  // label), data-k (the column's label), data-w (the value, 3 digits). Off
+  // by default: it doubles the size of a cell's markup.
+  Heatmap& hover_cells(bool on = true);
 
   std::size_t rows() const { return rows_; }
   std::size_t cols() const { return cols_; }
@@ -78,6 +83,7 @@ class Heatmap {
   Colormap colormap_ = Colormap::viridis();
   int width_ = 640;
   int height_ = 420;
+  bool hover_cells_ = false;
 };
 
 }  // namespace attograd::plot

@@ -19,6 +19,7 @@
 #include "examples/common/output_folder.hpp"
 #include "examples/translate/batched_checkpoint.hpp"
 #include "examples/translate/batched_resume.hpp"
+#include "examples/translate/report_parts.hpp"
 #include "examples/translate/shown_text.hpp"
 #include "models/batched_seq2seq/batched_seq2seq.hpp"
 #include "models/text/normalize.hpp"
@@ -98,7 +99,7 @@ void save_attention_map(const fs::path& path, const SentenceTranslation& transla
   map.save(path);
 }
 
-void save_loss_curve(const fs::path& path, const TrainingReport& report) {
+plot::LineChart loss_chart(const TrainingReport& report) {
   std::vector<double> x, y;
   for (const EpochReport& epoch : report.epochs) {
     x.push_back(static_cast<double>(epoch.epoch));
@@ -110,7 +111,19 @@ void save_loss_curve(const fs::path& path, const TrainingReport& report) {
       .y_label("loss")
       .legend(plot::LegendPosition::hidden)
       .line("loss", x, y);
-  chart.save(path);
+  return chart;
+}
+
+void save_loss_curve(const fs::path& path, const TrainingReport& report) {
+  loss_chart(report).save(path);
+}
+
+void report_decoder_attention(cli::RunReport& report, const std::string& sentence,
+                              const SentenceTranslation& translation) {
+  std::vector<std::string> keys = translation.source_words;
+  keys.push_back("<eos>");
+  report.attention(translate_report::decoder_attention(
+      translation, sentence, "decoder → encoder (Bahdanau)", keys, "<eos>"));
 }
 
 // ---------------------------------------------------------------- flags
@@ -130,7 +143,10 @@ void declare_batched_train_flags(cli::Parser& parser, BatchedTrainFlags& flags) 
 void declare_batched_translate_flags(cli::Parser& parser, BatchedTranslateFlags& flags) {
   parser.flag("checkpoint", flags.checkpoint, "checkpoint written by train --recipe batched")
       .flag("attention", flags.attention,
-            "folder for one attention heatmap per sentence (attention_<line>.svg)");
+            "folder for one attention heatmap per sentence (attention_<line>.svg)")
+      .flag("report", flags.report,
+            "write one HTML page (report.html) of the sentences, their beam hypotheses and "
+            "attention maps to this file");
   translate_beam::declare_beam_flags(parser, flags.beam);
 }
 
@@ -408,11 +424,28 @@ void finish_training(BatchedTranslator& model, const text::PairSet& set,
   const fs::path folder = outputs.folder;
   const fs::path checkpoint_path = folder / kCheckpointName;
 
+  cli::RunReport run_report(fmt::format("translate train --recipe {}", outputs.recipe));
+  for (const auto& [name, value] : outputs.settings) run_report.setting(name, value);
   const TestTranslations tests = translate_test_sentences(model, data, outputs.num_steps, out);
+  for (const ReferencePair& pair : textbook_test_pairs()) {
+    const SentenceTranslation translation = translate_sentence(
+        model, data.source_vocabulary, data.target_vocabulary, pair.source, outputs.num_steps);
+    run_report.translation(
+        translate_report::translation_row(translation, pair.source, pair.reference));
+    outputs.report_attention(run_report, pair.source, translation);
+  }
   const SentenceTranslation drawn =
       translate_sentence(model, data.source_vocabulary, data.target_vocabulary,
                          outputs.attention_sentence, outputs.num_steps);
   outputs.draw_attention(folder, drawn);
+  const auto& tests_pairs = textbook_test_pairs();
+  if (std::none_of(tests_pairs.begin(), tests_pairs.end(), [&](const ReferencePair& pair) {
+        return pair.source == outputs.attention_sentence;
+      })) {  // the default, "i'm home .", is a test sentence, already in the report
+    run_report.translation(
+        translate_report::translation_row(drawn, outputs.attention_sentence, ""));
+    outputs.report_attention(run_report, outputs.attention_sentence, drawn);
+  }
 
   std::vector<text::SentencePair> training_pairs = take(set.pairs, 0, data.source.rows);
   const Evaluation evaluation = evaluate(model, data.source_vocabulary, data.target_vocabulary,
@@ -422,7 +455,15 @@ void finish_training(BatchedTranslator& model, const text::PairSet& set,
       "(k = 2) {:.4f}\n",
       training_pairs.size(), evaluation.pairs.size(), evaluation.corpus.score,
       evaluation.mean_sentence_bleu);
-  out << fmt::format("Wrote {}, loss.svg and {} ('{}') in {}\n",
+  run_report.figure("final loss", fmt::format("{:.4f}", report.final_loss))
+      .figure("epochs", std::to_string(report.epochs.size()))
+      .figure(fmt::format("BLEU-4 on the {} training pairs", training_pairs.size()),
+              fmt::format("{:.4f}", evaluation.corpus.score))
+      .figure("mean sentence BLEU (k = 2)", fmt::format("{:.4f}", evaluation.mean_sentence_bleu))
+      .figure("test sentences translated perfectly", fmt::format("{} of 4", tests.perfect))
+      .picture("Training loss", loss_chart(report).to_svg());
+  run_report.save(folder / "report.html");
+  out << fmt::format("Wrote {}, loss.svg, report.html and {} ('{}') in {}\n",
                      checkpoint_path.filename().string(), outputs.pictures,
                      printable(outputs.attention_sentence), printable(folder.string(), 300));
   if (outputs.json) {
@@ -488,6 +529,12 @@ int run_batched_train(const BatchedTrainFlags& given) {
     save_attention_map(folder / "attention.svg", translation,
                        "Bahdanau attention (batched recipe)");
   };
+  outputs.report_attention = report_decoder_attention;
+  outputs.settings = report_settings(flags,
+                                     {{"embed E", std::to_string(flags.embed)},
+                                      {"hidden H", std::to_string(flags.hidden)},
+                                      {"layers", std::to_string(flags.layers)}},
+                                     model.parameter_count());
   finish_training(model, set, data, trainer.report(), outputs, out);
   return 0;
 }
@@ -497,9 +544,13 @@ int run_batched_train(const BatchedTrainFlags& given) {
 int translate_lines(BatchedTranslator& model, const text::Vocabulary& source_vocabulary,
                     const text::Vocabulary& target_vocabulary, int64_t num_steps,
                     const translate_beam::BeamFlags& beam, const std::string& attention_folder,
-                    const DrawAttention& draw, std::istream& in, std::ostream& out,
+                    const DrawAttention& draw, const std::string& report_file,
+                    const ReportAttention& report_attention, std::istream& in, std::ostream& out,
                     std::ostream& err) {
   if (!attention_folder.empty()) cli::prepare_output_folder("--attention", attention_folder);
+  if (!report_file.empty()) translate_report::prepare_report_folder(report_file);
+  cli::RunReport report("translate translate");
+  report.setting("decoding", translate_beam::describe(beam));
   int64_t line_number = 0, translated = 0, unknown = 0;
   std::string line;
   while (std::getline(in, line)) {
@@ -537,7 +588,15 @@ int translate_lines(BatchedTranslator& model, const text::Vocabulary& source_voc
     if (!attention_folder.empty()) {
       draw(fs::path(attention_folder) / fmt::format("attention_{}.svg", line_number), translation);
     }
+    if (!report_file.empty()) {
+      report.translation(translate_report::translation_row(translation, line, ""));
+      report_attention(report, fmt::format("{}: {}", line_number, line), translation);
+    }
     ++translated;
+  }
+  if (!report_file.empty()) {
+    report.figure("sentences translated", std::to_string(translated));
+    report.save(report_file);
   }
   err << fmt::format("translated {} sentence{}; {} unknown word{} mapped to <unk>\n", translated,
                      translated == 1 ? "" : "s", unknown, unknown == 1 ? "" : "s");
@@ -554,7 +613,7 @@ int run_batched_translate(const BatchedTranslateFlags& flags, std::istream& in, 
       [](const fs::path& path, const SentenceTranslation& translation) {
         save_attention_map(path, translation, "Bahdanau attention (batched recipe)");
       },
-      in, out, err);
+      flags.report, report_decoder_attention, in, out, err);
 }
 
 // ---------------------------------------------------------------- eval

@@ -13,6 +13,8 @@
 // defaults are d2l's hyperparameters.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -21,16 +23,19 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "examples/common/cli.hpp"
 #include "examples/common/divergence.hpp"
 #include "examples/common/interrupt.hpp"
+#include "examples/common/run_report.hpp"
 #include "examples/translate/beam_flags.hpp"
 #include "examples/translate/size_limits.hpp"
 #include "models/text/pairs.hpp"
 #include "models/translation/batched_translator.hpp"
 #include "nn/checkpoint.hpp"
+#include "plot/svg_line_plot.hpp"
 
 namespace attograd::translate_batched {
 
@@ -66,6 +71,7 @@ struct BatchedTrainFlags {
 struct BatchedTranslateFlags {
   std::string checkpoint = "out/translate_batched/checkpoint.safetensors";
   std::string attention;  // folder for attention_<line>.svg, or "" for none
+  std::string report;     // report.html of the sentences, or "" for none
   translate_beam::BeamFlags beam;
 };
 
@@ -126,6 +132,26 @@ void declare_data_flags(cli::Parser& parser, TrainFlags& flags) {
       .flag("min-freq", flags.min_freq, "words seen fewer times become <unk>", cli::at_least(1))
       .flag("num-steps", flags.num_steps, "T: every sentence is cut or padded to T ids",
             cli::in_range(2, kMaxSteps));
+}
+// report.html's configuration: the data flags, `model` (the recipe's own
+// sizes), the training flags both recipes share, and the parameter count.
+template <typename TrainFlags>
+std::vector<std::pair<std::string, std::string>> report_settings(
+    const TrainFlags& flags, const std::vector<std::pair<std::string, std::string>>& model,
+    int64_t parameters) {
+  std::vector<std::pair<std::string, std::string>> rows = {
+      {"data", flags.data},
+      {"direction", flags.direction},
+      {"num_examples", std::to_string(flags.num_examples)},
+      {"num_steps", std::to_string(flags.num_steps)}};
+  rows.insert(rows.end(), model.begin(), model.end());
+  rows.insert(rows.end(), {{"dropout", fmt::format("{:g}", flags.dropout)},
+                           {"epochs", std::to_string(flags.epochs)},
+                           {"batch", std::to_string(flags.batch)},
+                           {"lr", fmt::format("{:g}", flags.lr)},
+                           {"seed", std::to_string(flags.seed)},
+                           {"parameters", std::to_string(parameters)}});
+  return rows;
 }
 template <typename TrainFlags>
 void declare_training_flags(cli::Parser& parser, TrainFlags& flags,
@@ -253,6 +279,8 @@ void print_interrupted(std::ostream& out, const translation::BatchedTrainer& tra
                        int64_t epochs, const std::string& out_folder,
                        const cli::InterruptGuard& interrupts);
 
+// The loss per epoch (loss.svg, and the report's loss curve).
+plot::LineChart loss_chart(const translation::TrainingReport& report);
 void save_loss_curve(const std::filesystem::path& path, const translation::TrainingReport& report);
 // Output steps down, valid source positions across (prediction.attention).
 void save_attention_map(const std::filesystem::path& path,
@@ -263,6 +291,15 @@ void save_attention_map(const std::filesystem::path& path,
 using DrawAttention =
     std::function<void(const std::filesystem::path& path, const translation::SentenceTranslation&)>;
 
+// Adds the attention maps of one translated sentence (named `sentence` in
+// the report's selector) to report.html.
+using ReportAttention = std::function<void(cli::RunReport& report, const std::string& sentence,
+                                           const translation::SentenceTranslation&)>;
+
+// The Bahdanau decoder's one map per sentence.
+void report_decoder_attention(cli::RunReport& report, const std::string& sentence,
+                              const translation::SentenceTranslation& translation);
+
 // What finish_training writes and prints.
 struct TrainOutputs {
   std::string recipe;  // the "recipe" of the --json summary
@@ -272,6 +309,8 @@ struct TrainOutputs {
   bool json = false;
   std::string pictures;  // what draw_attention writes, for the closing line
   DrawAttention draw_attention;
+  ReportAttention report_attention;                           // the maps of report.html
+  std::vector<std::pair<std::string, std::string>> settings;  // report.html's configuration
 };
 
 // d2l's four test sentences, each printed with its sentence BLEU (k = 2).
@@ -284,19 +323,23 @@ TestTranslations translate_test_sentences(translation::BatchedTranslator& model,
                                           std::ostream& out);
 
 // After training (and save_training_set): the four test sentences, the attention picture, BLEU on
-// the training pairs, and the --json summary line.
+// the training pairs, report.html (all of these, with the attention of the
+// test sentences and of the drawn one), and the --json summary line.
 void finish_training(translation::BatchedTranslator& model, const text::PairSet& set,
                      const text::BatchedData& data, const translation::TrainingReport& report,
                      const TrainOutputs& outputs, std::ostream& out);
 
 // The translate command for any model: one sentence per line of `in`, one
 // translation per line of `out` (the K best with --nbest), warnings to `err`, and with a non-empty
-// attention_folder a picture per line (attention_<line>.svg) by `draw`.
+// attention_folder a picture per line (attention_<line>.svg) by `draw`; with
+// a non-empty report_file, one report.html-style page of every sentence, its
+// hypotheses and its maps (by `report_attention`).
 int translate_lines(translation::BatchedTranslator& model,
                     const text::Vocabulary& source_vocabulary,
                     const text::Vocabulary& target_vocabulary, int64_t num_steps,
                     const translate_beam::BeamFlags& beam, const std::string& attention_folder,
-                    const DrawAttention& draw, std::istream& in, std::ostream& out,
+                    const DrawAttention& draw, const std::string& report_file,
+                    const ReportAttention& report_attention, std::istream& in, std::ostream& out,
                     std::ostream& err);
 
 // What a checkpoint says about the data it was trained on.

@@ -118,24 +118,32 @@ std::unique_ptr<Transformer> load_transformer(const std::string& path,
 
 // ---------------------------------------------------------------- pictures
 
+// Head `head` of `weights` (h, rows, cols): only the labelled rows and
+// columns (the valid source positions and the steps taken), row-major.
+std::vector<double> head_cells(const Tensor& weights, int64_t head, size_t shown_rows,
+                               size_t shown_cols) {
+  const int64_t rows = weights.shape()[1], cols = weights.shape()[2];
+  const std::vector<real> values = weights.contiguous_data().to_vector();
+  std::vector<double> cells;
+  for (int64_t r = 0; r < static_cast<int64_t>(shown_rows) && r < rows; ++r) {
+    for (int64_t c = 0; c < static_cast<int64_t>(shown_cols) && c < cols; ++c) {
+      cells.push_back(values[static_cast<size_t>((head * rows + r) * cols + c)]);
+    }
+  }
+  return cells;
+}
+
 // One heatmap per head of `weights` (h, rows, cols) into folder/<stem>_head<j>.svg.
 void save_head_maps(const fs::path& folder, const std::string& stem, const std::string& title,
                     const Tensor& weights, const std::vector<std::string>& row_labels,
                     const std::vector<std::string>& column_labels) {
   const int64_t heads = weights.shape()[0], rows = weights.shape()[1], cols = weights.shape()[2];
-  const std::vector<real> values = weights.contiguous_data().to_vector();
-  // Only the labelled rows and columns: the valid source positions and the steps taken.
-  const auto shown_rows = static_cast<int64_t>(row_labels.size());
-  const auto shown_cols = static_cast<int64_t>(column_labels.size());
+  const auto shown_rows = std::min(static_cast<int64_t>(row_labels.size()), rows);
+  const auto shown_cols = std::min(static_cast<int64_t>(column_labels.size()), cols);
   for (int64_t head = 0; head < heads; ++head) {
-    std::vector<double> cells;
-    for (int64_t r = 0; r < shown_rows && r < rows; ++r) {
-      for (int64_t c = 0; c < shown_cols && c < cols; ++c) {
-        cells.push_back(values[static_cast<size_t>((head * rows + r) * cols + c)]);
-      }
-    }
-    plot::Heatmap map(static_cast<size_t>(std::min(shown_rows, rows)),
-                      static_cast<size_t>(std::min(shown_cols, cols)), cells);
+    plot::Heatmap map(static_cast<size_t>(shown_rows), static_cast<size_t>(shown_cols),
+                      head_cells(weights, head, static_cast<size_t>(shown_rows),
+                                 static_cast<size_t>(shown_cols)));
     map.title(fmt::format("{}, head {}", title, head + 1))
         .row_labels(row_labels)
         .column_labels(column_labels)
@@ -148,15 +156,54 @@ void save_head_maps(const fs::path& folder, const std::string& stem, const std::
   }
 }
 
+// The words of the maps of `translation`: its source words and <eos> (the
+// encoder's keys), and the decoder's inputs (<bos>, then the output of each
+// step but the last).
+struct MapWords {
+  std::vector<std::string> source;
+  std::vector<std::string> inputs;
+};
+MapWords map_words(const SentenceTranslation& translation) {
+  MapWords words{translation.source_words, {"<bos>"}};
+  words.source.push_back("<eos>");
+  words.inputs.insert(words.inputs.end(), translation.output_words.begin(),
+                      translation.output_words.end());
+  words.inputs.resize(static_cast<size_t>(translation.best.length));
+  return words;
+}
+
+// Every head of every block of every kind for `translation` (the last
+// predict) into report.html, named `sentence` in its selector.
+void report_all_heads(cli::RunReport& report, const Transformer& model, const std::string& sentence,
+                      const SentenceTranslation& translation) {
+  const MapWords words = map_words(translation);
+  const std::vector<std::string>& source = words.source;
+  const std::vector<std::string>& inputs = words.inputs;
+  const transformer::AttentionMaps& maps = model.attention_maps();
+  const auto add = [&](const char* kind, size_t block, const Tensor& weights,
+                       const std::vector<std::string>& queries,
+                       const std::vector<std::string>& keys) {
+    const auto rows = std::min(queries.size(), static_cast<size_t>(weights.shape()[1]));
+    const auto cols = std::min(keys.size(), static_cast<size_t>(weights.shape()[2]));
+    for (int64_t head = 0; head < weights.shape()[0]; ++head) {
+      report.attention({sentence, kind, static_cast<int>(block + 1), static_cast<int>(head + 1),
+                        std::vector<std::string>(queries.begin(), queries.begin() + rows),
+                        std::vector<std::string>(keys.begin(), keys.begin() + cols),
+                        head_cells(weights, head, rows, cols)});
+    }
+  };
+  for (size_t block = 0; block < maps.encoder.size(); ++block) {
+    add("encoder self", block, maps.encoder[block], source, source);
+    add("decoder self", block, maps.decoder_self[block], inputs, inputs);
+    add("encoder–decoder", block, maps.decoder_cross[block], inputs, source);
+  }
+}
+
 // Every head of every block for the sentence `translation` (the last predict).
 void save_all_heads(const fs::path& folder, const Transformer& model,
                     const SentenceTranslation& translation) {
   fs::create_directories(folder);
-  std::vector<std::string> source = translation.source_words;
-  source.push_back("<eos>");
-  std::vector<std::string> inputs = {"<bos>"};  // step t reads the output of step t − 1
-  inputs.insert(inputs.end(), translation.output_words.begin(), translation.output_words.end());
-  inputs.resize(static_cast<size_t>(translation.best.length));
+  const auto [source, inputs] = map_words(translation);
   const transformer::AttentionMaps& maps = model.attention_maps();
   for (size_t block = 0; block < maps.encoder.size(); ++block) {
     const std::string number = std::to_string(block + 1);
@@ -197,7 +244,10 @@ void declare_transformer_translate_flags(cli::Parser& parser, TransformerTransla
   parser.flag("checkpoint", flags.checkpoint, "checkpoint written by train --recipe transformer")
       .flag("attention", flags.attention,
             "folder for one heatmap per sentence (attention_<line>.svg: the last block's "
-            "encoder–decoder attention, averaged over the heads)");
+            "encoder–decoder attention, averaged over the heads)")
+      .flag("report", flags.report,
+            "write one HTML page (report.html) of the sentences, their beam hypotheses and "
+            "every head's attention maps to this file");
   translate_beam::declare_beam_flags(parser, flags.beam);
 }
 
@@ -275,6 +325,16 @@ int run_transformer_train(const TransformerTrainFlags& given) {
   outputs.draw_attention = [&model](const fs::path& folder, const SentenceTranslation& drawn) {
     save_all_heads(folder / "attention", model, drawn);
   };
+  outputs.report_attention = [&model](cli::RunReport& report, const std::string& sentence,
+                                      const SentenceTranslation& translation) {
+    report_all_heads(report, model, sentence, translation);
+  };
+  outputs.settings = report_settings(flags,
+                                     {{"num_hiddens d", std::to_string(flags.hidden)},
+                                      {"blocks", std::to_string(flags.blocks)},
+                                      {"heads", std::to_string(flags.heads)},
+                                      {"ffn", std::to_string(flags.ffn)}},
+                                     model.parameter_count());
   finish_training(model, set, data, trainer.report(), outputs, out);
   return 0;
 }
@@ -288,6 +348,11 @@ int run_transformer_translate(const TransformerTranslateFlags& flags, std::istre
       info.trained.num_steps, flags.beam, flags.attention,
       [](const fs::path& path, const SentenceTranslation& translation) {
         save_attention_map(path, translation, kMapTitle);
+      },
+      flags.report,
+      [&model](cli::RunReport& report, const std::string& sentence,
+               const SentenceTranslation& translation) {
+        report_all_heads(report, *model, sentence, translation);
       },
       in, out, err);
 }

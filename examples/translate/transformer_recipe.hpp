@@ -56,6 +56,7 @@ struct TransformerTrainFlags {
 struct TransformerTranslateFlags {
   std::string checkpoint = "out/translate_transformer/checkpoint.safetensors";
   std::string attention;  // folder for attention_<line>.svg, or "" for none
+  std::string report;     // report.html of the sentences, or "" for none
   translate_beam::BeamFlags beam;
 };
 

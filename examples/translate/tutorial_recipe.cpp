@@ -16,6 +16,7 @@
 #include "examples/common/divergence.hpp"
 #include "examples/common/output_folder.hpp"
 #include "examples/translate/checkpoint_sizes.hpp"
+#include "examples/translate/report_parts.hpp"
 #include "examples/translate/shown_text.hpp"
 #include "examples/translate/size_limits.hpp"
 #include "models/seq2seq/seq2seq.hpp"
@@ -79,7 +80,10 @@ void declare_train_flags(cli::Parser& parser, TrainFlags& flags) {
 void declare_translate_flags(cli::Parser& parser, TranslateFlags& flags) {
   parser.flag("checkpoint", flags.checkpoint, "checkpoint written by train")
       .flag("attention", flags.attention,
-            "folder for one attention heatmap per sentence (attention_<line>.svg)");
+            "folder for one attention heatmap per sentence (attention_<line>.svg)")
+      .flag("report", flags.report,
+            "write one HTML page (report.html) of the sentences, their beam hypotheses and "
+            "attention maps to this file");
   translate_beam::declare_beam_flags(parser, flags.beam);
 }
 
@@ -134,13 +138,34 @@ void print_skipped(std::ostream& out, const text::ReadReport& report, size_t lim
   }
 }
 
-void save_attention_map(const fs::path& path, const SentenceTranslation& translation,
-                        DecoderKind decoder, int64_t max_length) {
+namespace {
+
+// The columns of a map: the source words, <EOS>, and for the location
+// decoder the padded slots up to max_length.
+std::vector<std::string> map_columns(const SentenceTranslation& translation, DecoderKind decoder,
+                                     int64_t max_length) {
   std::vector<std::string> columns = translation.source_words;
   columns.push_back("<EOS>");
   if (decoder == DecoderKind::location) {
     while (static_cast<int64_t>(columns.size()) < max_length) columns.push_back("<pad>");
   }
+  return columns;
+}
+
+}  // namespace
+
+void report_sentence(cli::RunReport& report, const std::string& sentence,
+                     const std::string& reference, const SentenceTranslation& translation,
+                     DecoderKind decoder, int64_t max_length) {
+  report.translation(translate_report::translation_row(translation, sentence, reference));
+  report.attention(translate_report::decoder_attention(
+      translation, sentence, fmt::format("decoder → encoder ({})", to_string(decoder)),
+      map_columns(translation, decoder, max_length), "<EOS>"));
+}
+
+void save_attention_map(const fs::path& path, const SentenceTranslation& translation,
+                        DecoderKind decoder, int64_t max_length) {
+  const std::vector<std::string> columns = map_columns(translation, decoder, max_length);
   std::vector<std::string> rows = translation.output_words;
   if (translation.best.reached_end) rows.push_back("<EOS>");
   const size_t width = columns.size();
@@ -201,6 +226,10 @@ int64_t warn_about_unread_words(const SentenceTranslation& translation, int64_t 
 
 int run_translate(const TranslateFlags& flags) {
   if (!flags.attention.empty()) cli::prepare_output_folder("--attention", flags.attention);
+  if (!flags.report.empty()) translate_report::prepare_report_folder(flags.report);
+  cli::RunReport report("translate translate");
+  report.setting("checkpoint", flags.checkpoint)
+      .setting("decoding", translate_beam::describe(flags.beam));
   const CheckpointInfo info = read_checked_checkpoint_info(flags.checkpoint);
   const std::unique_ptr<Seq2Seq> model = load_model(flags.checkpoint, info);
   int64_t line_number = 0, translated = 0, unknown = 0;
@@ -229,7 +258,15 @@ int run_translate(const TranslateFlags& flags) {
       save_attention_map(fs::path(flags.attention) / fmt::format("attention_{}.svg", line_number),
                          translation, info.model.decoder(), info.model.max_length());
     }
+    if (!flags.report.empty()) {
+      report_sentence(report, fmt::format("{}: {}", line_number, *normalized), "", translation,
+                      info.model.decoder(), info.model.max_length());
+    }
     ++translated;
+  }
+  if (!flags.report.empty()) {
+    report.figure("sentences translated", std::to_string(translated));
+    report.save(flags.report);
   }
   std::cerr << fmt::format("translated {} sentence{}; {} unknown word{} mapped to <unk>\n",
                            translated, translated == 1 ? "" : "s", unknown,

@@ -21,6 +21,7 @@
 
 #include "examples/common/cli.hpp"
 #include "examples/common/inspect_tools.hpp"
+#include "examples/common/run_report.hpp"
 #include "examples/translate/beam_flags.hpp"
 #include "models/seq2seq/corpus.hpp"
 #include "models/seq2seq/training.hpp"
@@ -61,6 +62,7 @@ struct TrainFlags {
 struct TranslateFlags {
   std::string checkpoint = std::string("out/translate/") + kCheckpointName;
   std::string attention;
+  std::string report;  // report.html of the sentences, or "" for none
   translate_beam::BeamFlags beam;
 };
 
@@ -115,5 +117,10 @@ void print_skipped(std::ostream& out, const text::ReadReport& report, size_t lim
 void save_attention_map(const std::filesystem::path& path,
                         const seq2seq::SentenceTranslation& translation,
                         seq2seq::DecoderKind decoder, int64_t max_length);
+// The same map, with the sentence's translation, into report.html (named
+// `sentence` in its selector).
+void report_sentence(cli::RunReport& report, const std::string& sentence,
+                     const std::string& reference, const seq2seq::SentenceTranslation& translation,
+                     seq2seq::DecoderKind decoder, int64_t max_length);
 
 }  // namespace attograd::translate_tutorial

@@ -242,7 +242,7 @@ Session train_session(Trainer& trainer, int64_t checkpoint_every, const std::fun
 
 // ---------------------------------------------------------------- saving
 
-void save_loss_curve(const fs::path& path, const TrainingProgress& progress, int64_t plot_every) {
+plot::LineChart loss_chart(const TrainingProgress& progress, int64_t plot_every) {
   std::vector<double> x, y;
   for (size_t i = 0; i < progress.plot_losses.size(); ++i) {
     x.push_back(static_cast<double>((static_cast<int64_t>(i) + 1) * plot_every));
@@ -254,7 +254,7 @@ void save_loss_curve(const fs::path& path, const TrainingProgress& progress, int
       .y_label("loss")
       .legend(plot::LegendPosition::hidden)
       .line("loss", x, y);
-  chart.save(path);
+  return chart;
 }
 
 // The checkpoint (model, optimizer and all a resumed run needs) and the loss
@@ -266,8 +266,8 @@ void save_run(const OutputFiles& files, const Seq2Seq& model, Trainer& trainer,
   save_checkpoint(set.staged(files.checkpoint.filename().string()), model, &trainer.optimizer(),
                   info);
   interrupts.during_save();
-  save_loss_curve(set.staged(files.loss_curve.filename().string()), trainer.progress(),
-                  info.training.plot_every());
+  loss_chart(trainer.progress(), info.training.plot_every())
+      .save(set.staged(files.loss_curve.filename().string()));
   set.commit();
 }
 
@@ -301,9 +301,10 @@ void print_examples(std::ostream& out, Seq2Seq& model, const Corpus& corpus,
 }
 
 // Example translations of training and held-out sentences, then the attention
-// maps of up to three more training sentences.
+// maps of up to three more training sentences (in `report` too).
 void show_examples(std::ostream& out, Seq2Seq& model, const Seq2SeqOptions& options,
-                   const Corpus& corpus, const TrainFlags& flags, const fs::path& folder) {
+                   const Corpus& corpus, const TrainFlags& flags, const fs::path& folder,
+                   cli::RunReport& report) {
   Generator random(static_cast<uint64_t>(flags.seed) + 1000);
   out << "Training sentences:\n";
   print_examples(out, model, corpus, corpus.split.train, flags.examples, random);
@@ -317,7 +318,35 @@ void show_examples(std::ostream& out, Seq2Seq& model, const Seq2SeqOptions& opti
         translate_sentence(model, corpus.source_vocabulary, corpus.target_vocabulary, pair.source);
     save_attention_map(folder / fmt::format("attention_{}.svg", i + 1), translation,
                        options.decoder(), options.max_length());
+    report_sentence(report, pair.source, pair.target, translation, options.decoder(),
+                    options.max_length());
   }
+}
+
+// report.html: the settings, the final figures, the loss curve, the maps
+// show_examples added and (with --dot, once Graphviz drew it) the graph.
+void save_report(cli::RunReport& report, const TrainFlags& flags, const Seq2SeqOptions& options,
+                 const Corpus& corpus, const Trainer& trainer, const Session& session,
+                 const Evaluation& validation, const OutputFiles& files) {
+  const TrainingOptions& training = trainer.options();
+  report.setting("data", flags.data)
+      .setting("decoder", std::string(to_string(options.decoder())))
+      .setting("hidden H", std::to_string(options.hidden_size()))
+      .setting("max_length", std::to_string(options.max_length()))
+      .setting("iterations", std::to_string(training.iterations()))
+      .setting("learning rate", fmt::format("{:g}", training.learning_rate()))
+      .setting("seed", std::to_string(training.seed()))
+      .setting("pairs (train / held out)",
+               fmt::format("{} / {}", corpus.split.train.size(), corpus.split.validation.size()));
+  report.figure("final loss (last interval)", fmt::format("{:.4f}", session.last_loss))
+      .figure("validation BLEU-4", fmt::format("{:.4f}", validation.corpus.score))
+      .figure("validation unknown words", std::to_string(validation.unknown_words))
+      .picture("Training loss", loss_chart(trainer.progress(), training.plot_every()).to_svg());
+  if (!flags.inspect.dot.empty()) {
+    const std::string graph = cli::read_svg_if_present(cli::svg_path_for(flags.inspect.dot));
+    if (!graph.empty()) report.add_graph_svg(graph);
+  }
+  report.save(files.folder / "report.html");
 }
 
 void print_json_summary(const Corpus& corpus, const Seq2SeqOptions& options,
@@ -407,13 +436,15 @@ int run_train(const TrainFlags& flags) {
 
   // Results: the loss table, translations, attention maps, validation BLEU.
   print_loss_table(out, trainer.progress(), training.print_every(), session);
-  show_examples(out, model, options, corpus, flags, files.folder);
+  cli::RunReport report("translate train (the tutorial recipe)");
+  show_examples(out, model, options, corpus, flags, files.folder, report);
   const Evaluation validation =
       evaluate(model, corpus.source_vocabulary, corpus.target_vocabulary, corpus.split.validation);
   out << fmt::format(
       "Validation BLEU-4: {:.4f} over {} source sentences ({} unknown words mapped to <unk>)\n",
       validation.corpus.score, validation.pairs.size(), validation.unknown_words);
-  out << fmt::format("Wrote {}, {} and attention_*.svg in {}\n",
+  save_report(report, flags, options, corpus, trainer, session, validation, files);
+  out << fmt::format("Wrote {}, {}, report.html and attention_*.svg in {}\n",
                      files.checkpoint.filename().string(), files.loss_curve.filename().string(),
                      printable(files.folder.string(), 300));
   if (flags.json)

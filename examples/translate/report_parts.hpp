@@ -1,0 +1,32 @@
+// examples/translate/report_parts.hpp — the pieces of report.html that every
+// translate recipe shares (examples/common/run_report.hpp builds the page):
+// a translated sentence with its beam hypotheses, and the decoder's
+// attention over the source as one map.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "examples/common/run_report.hpp"
+#include "models/translation/translation.hpp"
+
+namespace attograd::translate_report {
+
+// The sentence, its output, the reference (if any) and, with beam search,
+// every hypothesis with its score.
+cli::ReportTranslation translation_row(const translation::SentenceTranslation& translation,
+                                       const std::string& source, const std::string& reference);
+
+// The decoder's attention of the best hypothesis: its output words (and the
+// end token when reached) down, `keys` across (the first keys.size()
+// columns of each attention row).
+cli::ReportAttention decoder_attention(const translation::SentenceTranslation& translation,
+                                       const std::string& sentence, const std::string& kind,
+                                       const std::vector<std::string>& keys,
+                                       const std::string& end_token);
+
+// --report FILE: prepares the folder FILE goes into (prepare_output_folder),
+// before any work.
+void prepare_report_folder(const std::string& file);
+
+}  // namespace attograd::translate_report
