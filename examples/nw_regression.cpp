@@ -340,7 +340,8 @@ constexpr const char* kWidthSliderScript = R"((function () {
 
 // report.html: the settings, the test errors, every picture and the width slider.
 cli::RunReport run_report(const Flags& flags, const ExperimentResult& result,
-                          const std::vector<std::pair<std::string, std::string>>& pictures) {
+                          const std::vector<std::pair<std::string, std::string>>& pictures,
+                          const std::string& graph_svg) {
   cli::RunReport report("nw_regression: attention pooling as Nadaraya–Watson regression");
   report.setting("seed", std::to_string(flags.seed))
       .setting("epochs", std::to_string(flags.epochs))
@@ -367,10 +368,7 @@ cli::RunReport run_report(const Flags& flags, const ExperimentResult& result,
   std::string script = kWidthSliderScript;
   script.replace(script.find("NW_DATA"), 7, data.dump());
   report.section("Gaussian attention pooling: move the width w", kWidthSliderHtml, script);
-  if (!flags.inspect.dot.empty()) {
-    const std::string graph = cli::read_svg_if_present(cli::svg_path_for(flags.inspect.dot));
-    if (!graph.empty()) report.add_graph_svg(graph);
-  }
+  report.add_graph_svg(graph_svg);
   return report;
 }
 
@@ -485,7 +483,7 @@ int run_once(const Flags& given) {
     write_file_atomically(set.staged(name), svg);
     interrupts.during_save();
   }
-  run_report(flags, result, pictures).save(set.staged("report.html"));
+  run_report(flags, result, pictures, inspect.graph_svg()).save(set.staged("report.html"));
   set.commit();
 
   if (flags.json) {

@@ -394,6 +394,9 @@ void dot_capture_backward(const Tensor& root) {
     slot->picture = graph_picture(root, slot->options);
     slot->captured = true;
   }
+  // Every live capture holds its picture: later passes need not call here, so
+  // a capture kept for a whole run costs the run one graph walk.
+  detail::inspect_bits.fetch_and(~detail::kDotCaptureBit, std::memory_order_relaxed);
 }
 
 }  // namespace detail

@@ -7,6 +7,7 @@
 //   cli::InspectSession session(inspect, DotOptions().names(model.named_parameters()));
 //   train();                           // the tools watch every step
 //   session.finish(std::cout);         // writes the graph (.dot and .svg), prints the profile
+//   report.add_graph_svg(session.graph_svg());  // the first step's graph, --dot or not
 //
 // Header only, unlike the rest of examples/common: it uses the tensor library,
 // which the shared helpers do not, so each program compiles it at its own
@@ -74,18 +75,25 @@ class InspectSession {
  public:
   InspectSession(const InspectFlags& flags, const DotOptions& dot_options = DotOptions())
       : flags_(flags) {
-    if (!flags.dot.empty()) capture_.emplace(dot_options);
+    capture_.emplace(dot_options);  // --dot's files, and the run report's graph
     if (flags.detect_anomaly) anomaly_.emplace();
     if (flags.profile) profiler_.emplace();
   }
+
+  // The first step's graph as SVG, after finish(); empty when no step ran
+  // (a run resumed at its end).
+  const std::string& graph_svg() const { return graph_svg_; }
 
   // Writes the captured graph and prints the profile to `out`.
   void finish(std::ostream& out) {
     anomaly_.reset();
     if (capture_) {
-      check(capture_->captured(), "--dot {}: the run ended before its first backward()",
-            flags_.dot);
-      write_graph_files(flags_.dot, capture_->picture(), out);
+      if (!flags_.dot.empty()) {
+        check(capture_->captured(), "--dot {}: the run ended before its first backward()",
+              flags_.dot);
+        write_graph_files(flags_.dot, capture_->picture(), out);
+      }
+      if (capture_->captured()) graph_svg_ = plot::graph_svg(capture_->picture());
       capture_.reset();
     }
     if (profiler_) {
@@ -101,6 +109,7 @@ class InspectSession {
   std::optional<GraphCapture> capture_;
   std::optional<DetectAnomaly> anomaly_;
   std::optional<Profiler> profiler_;
+  std::string graph_svg_;
 };
 
 }  // namespace attograd::cli

@@ -182,6 +182,7 @@ RunReport& RunReport::attention(ReportAttention map) {
 }
 
 RunReport& RunReport::add_graph_svg(std::string svg) {
+  if (svg.empty()) return *this;  // no step ran (a run resumed at its end): no graph section
   graph_svg_ = plot::inline_svg(svg, "-graph");
   return *this;
 }
@@ -277,12 +278,6 @@ std::string RunReport::to_html() const {
 
 void RunReport::save(const std::filesystem::path& path) const {
   write_file_atomically(path, to_html());
-}
-
-std::string read_svg_if_present(const std::filesystem::path& svg_file) {
-  std::ifstream in(svg_file, std::ios::binary);
-  if (!in) return "";
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
 }  // namespace attograd::cli

@@ -67,7 +67,7 @@ class RunReport {
   RunReport& translation(ReportTranslation sentence);
   RunReport& attention(ReportAttention map);
   // The picture of one step's graph (an SVG document; a leading XML
-  // declaration or DOCTYPE is dropped).
+  // declaration or DOCTYPE is dropped; an empty one adds nothing).
   RunReport& add_graph_svg(std::string svg);
   // A section of the program's own: `html` is trusted markup (escape what
   // comes from data), `script` runs after the page's own script.
@@ -96,9 +96,5 @@ class RunReport {
   std::string graph_svg_;
   std::vector<Section> sections_;
 };
-
-// The SVG file `svg_file` as text, or "" when it does not exist (a --dot
-// graph that Graphviz did not render).
-std::string read_svg_if_present(const std::filesystem::path& svg_file);
 
 }  // namespace attograd::cli

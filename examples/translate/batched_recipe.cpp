@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "autograd/inspect/dot.hpp"
+#include "autograd/inspect/graph_picture.hpp"
 #include "examples/common/divergence.hpp"
 #include "examples/common/output_folder.hpp"
 #include "examples/translate/batched_checkpoint.hpp"
@@ -26,6 +28,7 @@
 #include "models/text/pairs.hpp"
 #include "nn/checkpoint.hpp"
 #include "nn/optim.hpp"
+#include "plot/svg_graph.hpp"
 #include "plot/svg_plot.hpp"
 #include "tensor/error.hpp"
 #include "tensor/parallel.hpp"
@@ -426,6 +429,7 @@ void finish_training(BatchedTranslator& model, const text::PairSet& set,
 
   cli::RunReport run_report(fmt::format("translate train --recipe {}", outputs.recipe));
   for (const auto& [name, value] : outputs.settings) run_report.setting(name, value);
+  run_report.add_graph_svg(outputs.graph_svg);
   const TestTranslations tests = translate_test_sentences(model, data, outputs.num_steps, out);
   for (const ReferencePair& pair : textbook_test_pairs()) {
     const SentenceTranslation translation = translate_sentence(
@@ -511,6 +515,8 @@ int run_batched_train(const BatchedTrainFlags& given) {
     out << fmt::format("Resuming {} {} (data, model and settings from it)\n", flags.resume,
                        position_text(resumed->position, flags.epochs));
   }
+  // The first step's graph, each module a box, for report.html.
+  GraphCapture graph(DotOptions().names(model.named_parameters()).collapse_depth(1));
   if (const std::optional<int> stopped = train_and_save(
           trainer, model, training,
           {flags.print_every, flags.checkpoint_every, flags.out, flags.epochs},
@@ -520,6 +526,7 @@ int run_batched_train(const BatchedTrainFlags& given) {
   }
   TrainOutputs outputs;
   outputs.recipe = kRecipe;
+  if (graph.captured()) outputs.graph_svg = plot::graph_svg(graph.picture());
   outputs.folder = flags.out;
   outputs.num_steps = flags.num_steps;
   outputs.attention_sentence = flags.attention_sentence;

@@ -311,6 +311,7 @@ struct TrainOutputs {
   DrawAttention draw_attention;
   ReportAttention report_attention;                           // the maps of report.html
   std::vector<std::pair<std::string, std::string>> settings;  // report.html's configuration
+  std::string graph_svg;  // report.html's picture of the first step's graph (empty: none ran)
 };
 
 // d2l's four test sentences, each printed with its sentence BLEU (k = 2).

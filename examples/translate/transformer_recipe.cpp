@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "autograd/inspect/dot.hpp"
+#include "autograd/inspect/graph_picture.hpp"
 #include "autograd/ops.hpp"
 #include "examples/common/output_folder.hpp"
 #include "examples/translate/batched_checkpoint.hpp"
@@ -20,6 +22,7 @@
 #include "models/transformer/transformer.hpp"
 #include "nn/checkpoint.hpp"
 #include "nn/safetensors_messages.hpp"
+#include "plot/svg_graph.hpp"
 #include "plot/svg_plot.hpp"
 #include "tensor/error.hpp"
 #include "tensor/parallel.hpp"
@@ -307,6 +310,8 @@ int run_transformer_train(const TransformerTrainFlags& given) {
     out << fmt::format("Resuming {} {} (data, model and settings from it)\n", flags.resume,
                        position_text(resumed->position, flags.epochs));
   }
+  // The first step's graph, each module a box, for report.html.
+  GraphCapture graph(DotOptions().names(model.named_parameters()).collapse_depth(1));
   if (const std::optional<int> stopped = train_and_save(
           trainer, model, training,
           {flags.print_every, flags.checkpoint_every, flags.out, flags.epochs},
@@ -317,6 +322,7 @@ int run_transformer_train(const TransformerTrainFlags& given) {
 
   TrainOutputs outputs;
   outputs.recipe = kTransformerRecipe;
+  if (graph.captured()) outputs.graph_svg = plot::graph_svg(graph.picture());
   outputs.folder = flags.out;
   outputs.num_steps = flags.num_steps;
   outputs.attention_sentence = flags.attention_sentence;

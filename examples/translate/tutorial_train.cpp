@@ -324,10 +324,11 @@ void show_examples(std::ostream& out, Seq2Seq& model, const Seq2SeqOptions& opti
 }
 
 // report.html: the settings, the final figures, the loss curve, the maps
-// show_examples added and (with --dot, once Graphviz drew it) the graph.
+// show_examples added and the first step's graph (`graph_svg`).
 void save_report(cli::RunReport& report, const TrainFlags& flags, const Seq2SeqOptions& options,
                  const Corpus& corpus, const Trainer& trainer, const Session& session,
-                 const Evaluation& validation, const OutputFiles& files) {
+                 const Evaluation& validation, const OutputFiles& files,
+                 const std::string& graph_svg) {
   const TrainingOptions& training = trainer.options();
   report.setting("data", flags.data)
       .setting("decoder", std::string(to_string(options.decoder())))
@@ -342,10 +343,7 @@ void save_report(cli::RunReport& report, const TrainFlags& flags, const Seq2SeqO
       .figure("validation BLEU-4", fmt::format("{:.4f}", validation.corpus.score))
       .figure("validation unknown words", std::to_string(validation.unknown_words))
       .picture("Training loss", loss_chart(trainer.progress(), training.plot_every()).to_svg());
-  if (!flags.inspect.dot.empty()) {
-    const std::string graph = cli::read_svg_if_present(cli::svg_path_for(flags.inspect.dot));
-    if (!graph.empty()) report.add_graph_svg(graph);
-  }
+  report.add_graph_svg(graph_svg);
   report.save(files.folder / "report.html");
 }
 
@@ -443,7 +441,8 @@ int run_train(const TrainFlags& flags) {
   out << fmt::format(
       "Validation BLEU-4: {:.4f} over {} source sentences ({} unknown words mapped to <unk>)\n",
       validation.corpus.score, validation.pairs.size(), validation.unknown_words);
-  save_report(report, flags, options, corpus, trainer, session, validation, files);
+  save_report(report, flags, options, corpus, trainer, session, validation, files,
+              inspect.graph_svg());
   out << fmt::format("Wrote {}, {}, report.html and attention_*.svg in {}\n",
                      files.checkpoint.filename().string(), files.loss_curve.filename().string(),
                      printable(files.folder.string(), 300));

@@ -85,8 +85,11 @@ TEST_CASE("nw_regression report.html: figures, pictures and the width slider", "
                                         scratch.path, out / "report.html");
   CHECK_THAT(html, Contains("<th>epochs</th><td>3</td>"));
   CHECK_THAT(html, Contains("test MSE, learned attention"));
-  // The eight pictures inline, and the slider's two pictures the script fills.
-  CHECK(count(html, "<svg") == 10);
+  // The eight pictures inline, the slider's two pictures the script fills,
+  // and the first step's graph (drawn without --dot).
+  CHECK(count(html, "<svg") == 11);
+  CHECK(count(html, "<div class=\"graph\">") == 1);
+  CHECK_THAT(html, Contains("data-node="));
   CHECK_THAT(html, Contains("<input type=\"range\" id=\"nw-w\""));
   CHECK_THAT(html, Contains("\"x_train\":["));
   CHECK_THAT(html, Contains("\"w_learned\":"));
@@ -113,6 +116,7 @@ TEST_CASE("translate tutorial report.html: settings, BLEU, loss curve and the ma
   CHECK_THAT(html, Contains("data-q=\""));
   CHECK_THAT(html, Contains("data-k=\"&lt;EOS&gt;\""));
   CHECK_THAT(html, Contains("<select data-field=\"sentence\">"));
+  CHECK(count(html, "<div class=\"graph\">") == 1);  // the first step's, without --dot
 }
 
 TEST_CASE("translate batched report.html and translate --report with beam hypotheses",
@@ -128,6 +132,7 @@ TEST_CASE("translate batched report.html and translate --report with beam hypoth
   CHECK_THAT(html, Contains("<td>i&apos;m home .</td>"));
   CHECK_THAT(html, Contains("BLEU-4 on the 64 training pairs"));
   CHECK_THAT(html, Contains("<th>embed E</th><td>8</td>"));
+  CHECK(count(html, "<div class=\"graph\">") == 1);
 
   // Words from stdin are escaped; beam search lists its hypotheses.
   const fs::path page = scratch.path / "pages" / "sentences.html";
@@ -161,6 +166,7 @@ TEST_CASE("translate transformer report.html: every block, head and kind, under 
     CHECK_THAT(html, Contains(std::string("<select data-field=\"") + field + "\">"));
   }
   CHECK(fs::file_size(out / "report.html") < 2'000'000);
+  CHECK(count(html, "<div class=\"graph\">") == 1);
 
   const fs::path page = scratch.path / "sentences.html";
   const std::string sentences =
@@ -169,6 +175,7 @@ TEST_CASE("translate transformer report.html: every block, head and kind, under 
                     (out / "checkpoint.safetensors").string(), "--report", page.string()},
                    scratch.path, page, "i'm home .\n");
   CHECK(count(sentences, "<figure class=\"map\"") == 12);
+  CHECK(count(sentences, "<div class=\"graph\">") == 0);  // nothing trained, no graph
   CHECK_THAT(sentences, Contains("<th>decoding</th><td>greedy decoding</td>"));
 }
 
