@@ -14,9 +14,15 @@ ATTOGRAD_PACKAGES=(cmake g++ make pkg-config libxsimd-dev xtl-dev libfmt-dev cat
 # scripts/fuzz.sh adds these: libFuzzer and the sanitizer runtimes come with clang.
 ATTOGRAD_FUZZ_PACKAGES=(clang-14 libclang-rt-14-dev)
 
-attograd_install_packages() {
+# The PyTorch bridge's tests ([torch], [torch-double]) and scripts/torch_*.py
+# need these; .ci/run installs them (attograd_install_torch).
+ATTOGRAD_TORCH_PACKAGES=(python3-torch libopenblas0-pthread)
+
+# attograd_install PACKAGE...: installs those of the Debian packages that are
+# missing (apt-get, through sudo when not root).
+attograd_install() {
   local missing=()
-  for package in "${ATTOGRAD_PACKAGES[@]}"; do
+  for package in "$@"; do
     if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
       missing+=("$package")
     fi
@@ -36,6 +42,9 @@ attograd_install_packages() {
   "${runner[@]}" apt-get update -qq
   DEBIAN_FRONTEND=noninteractive "${runner[@]}" apt-get install -y -qq "${missing[@]}" >/dev/null
 }
+
+attograd_install_packages() { attograd_install "${ATTOGRAD_PACKAGES[@]}"; }
+attograd_install_torch() { attograd_install "${ATTOGRAD_TORCH_PACKAGES[@]}"; }
 
 attograd_build() {
   local source_dir build_dir build_type

@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
-# scripts/test.sh — install what is missing, build everything, run every test
-# through CTest (both the float and the double test binaries).
+# scripts/test.sh — install what is missing, build the library, the example
+# programs and the test binaries, run every test through CTest (both the float
+# and the double test binaries).
+#
+# The benchmarks are not built (no test runs them): ATTOGRAD_CMAKE_ARGS=
+# -DATTOGRAD_BUILD_BENCH=ON builds them too. One binary or one tag, without
+# the rest: README.md, "Building by hand".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup.sh
 attograd_install_packages
-attograd_build
+ATTOGRAD_CMAKE_ARGS="-DATTOGRAD_BUILD_BENCH=OFF ${ATTOGRAD_CMAKE_ARGS:-}" attograd_build
 build="${ATTOGRAD_BUILD_DIR:-build}"
 
 # CTest learns the test cases by asking each Catch binary for its list. A name
