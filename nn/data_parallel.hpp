@@ -46,9 +46,10 @@ class DataParallel {
 
   // One step: copies model's parameter values and training mode into every
   // copy and forgets the copies' gradients; then calls step(r, replica r) for
-  // every r < replicas() on the threads of parallel::parallel_for (replica 0,
-  // model itself, on the calling thread; with fewer threads than replicas a
-  // thread runs several in turn), each with the caller's fast-path switches
+  // every r < replicas() on the threads of parallel::parallel_for (each
+  // replica on whichever thread claims it, the caller's included; with fewer
+  // threads than replicas a thread runs several in turn), each with the
+  // caller's fast-path switches
   // and grad mode, and forms its deferred gradient parts there; then adds the
   // copies' gradients into model's, copy 1 first.
   // Products inside a step run on its thread alone. An exception thrown by a

@@ -152,7 +152,8 @@ def check_page(browser, kind, path, failures):
         if shown["1"] == shown["2"]:
             fail("the head selector did not change the shown maps")
     print(f"{'ok' if not [f for f in failures if f.startswith(kind)] else 'FAIL'}: {kind} "
-          f"report, {size} bytes, {len(dom.svgs)} svg, {len(dom.maps)} attention maps")
+          f"report, {size} bytes, {len(dom.svgs)} svg, {len(dom.maps)} attention maps, "
+          f"script done {dom.body.get('data-ready-ms', '?')} ms after navigation began")
 
 
 def main():

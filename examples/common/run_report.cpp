@@ -272,7 +272,11 @@ std::string RunReport::to_html() const {
   }
   page.script(kScript);
   for (const Section& section : sections_) page.script(section.script);
-  page.script("document.body.dataset.ready = '1';\n");
+  // When the page's scripts have ended, and how long after navigation began:
+  // scripts/check_reports.py reads both.
+  page.script(
+      "document.body.dataset.readyMs = String(Math.round(performance.now()));\n"
+      "document.body.dataset.ready = '1';\n");
   return page.to_html();
 }
 

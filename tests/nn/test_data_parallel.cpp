@@ -118,20 +118,21 @@ TEST_CASE("DataParallel: a copy steps with the model's values, modes and switche
     bool recording = true;
     std::vector<real> weight;  // fc.weight as the step saw it
   };
-  // The pool lets the caller run a chunk a late worker has not claimed
-  // (tensor/parallel.hpp). So that the copy runs on the worker here, replica 0
-  // (the caller's first chunk) waits until replica 1 has started, and each run
-  // starts a new pool, which wakes its worker for the first job.
+  // The pool lets the caller run a chunk a late worker has not claimed, and
+  // a worker already awake may claim the first chunk (tensor/parallel.hpp).
+  // So that the two replicas run on two threads here, each waits until the
+  // other has started, and each run starts a new pool, which has not learnt
+  // to run jobs alone.
   auto run = [&](bool reference) {
     std::vector<Seen> seen(2);
     std::optional<fast::ReferencePath> path;
     if (reference) path.emplace();
     parallel::set_num_threads(1);
     parallel::set_num_threads(2);
-    std::atomic<bool> copy_started{false};
+    std::atomic<int> started{0};
     parallel.run([&](int64_t replica, nn::Module& module) {
-      if (replica == 1) copy_started.store(true);
-      while (replica == 0 && !copy_started.load()) std::this_thread::yield();
+      started.fetch_add(1);
+      while (started.load() < 2) std::this_thread::yield();
       Seen& s = seen[static_cast<size_t>(replica)];
       s.module = &module;
       s.thread = std::this_thread::get_id();
@@ -152,8 +153,7 @@ TEST_CASE("DataParallel: a copy steps with the model's values, modes and switche
   const std::vector<Seen> fast_run = run(false);
   CHECK(fast_run[0].module == &model);
   CHECK(fast_run[1].module == copy.get());
-  CHECK(fast_run[0].thread == std::this_thread::get_id());
-  CHECK(fast_run[1].thread != std::this_thread::get_id());    // two threads: the copy on the other
+  CHECK(fast_run[0].thread != fast_run[1].thread);            // two threads, one replica each
   CHECK(fast_run[1].weight == model.fc->weight.to_vector());  // copied in before the step
   CHECK_FALSE(fast_run[1].training);                          // and its evaluation mode
   CHECK(fast_run[1].switches.deferred_gradients);
