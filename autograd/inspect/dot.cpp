@@ -320,14 +320,21 @@ std::string to_dot(const Tensor& root, const DotOptions& options) {
 
 // ---- DotCapture and GraphCapture -------------------------------------------------
 
-namespace {
+namespace detail {
 
-// What a live capture waits for, and what it took.
+// What a live capture waits for, and what it took. (Named, not in an
+// anonymous namespace: the public State types derive from it.)
 struct CaptureSlot {
   DotOptions options;
   GraphPicture picture;  // guarded by captures_mutex
   bool captured = false;
 };
+
+}  // namespace detail
+
+namespace {
+
+using detail::CaptureSlot;
 
 std::mutex captures_mutex;
 std::vector<CaptureSlot*> captures;  // the live ones, guarded by captures_mutex
@@ -348,8 +355,8 @@ void end_capture(CaptureSlot* slot) {
 
 }  // namespace
 
-struct DotCapture::State : CaptureSlot {};
-struct GraphCapture::State : CaptureSlot {};
+struct DotCapture::State : detail::CaptureSlot {};
+struct GraphCapture::State : detail::CaptureSlot {};
 
 DotCapture::DotCapture(DotOptions options) : state_(std::make_shared<State>()) {
   state_->options = std::move(options);
