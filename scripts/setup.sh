@@ -61,20 +61,5 @@ attograd_build() {
 # Chromium, for scripts/check_reports.sh (report.html in a headless browser).
 # Separate from attograd_install_packages: the build and the tests do not need
 # it, and it is large (about 100 MB with its libraries on Debian 12).
-attograd_install_browser() {
-  if command -v chromium >/dev/null; then return 0; fi
-  echo "attograd: installing chromium (for scripts/check_reports.sh)"
-  local runner=()
-  if [ "$(id -u)" -ne 0 ]; then
-    if command -v sudo >/dev/null && sudo -n true 2>/dev/null; then
-      runner=(sudo)
-    else
-      echo "attograd: chromium is missing and I cannot install it without root:" >&2
-      echo "  sudo apt-get install -y --no-install-recommends chromium" >&2
-      exit 1
-    fi
-  fi
-  "${runner[@]}" apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive "${runner[@]}" apt-get install -y -qq --no-install-recommends \
-    chromium >/dev/null
-}
+ATTOGRAD_BROWSER_PACKAGES=(chromium)
+attograd_install_browser() { attograd_install "${ATTOGRAD_BROWSER_PACKAGES[@]}"; }
