@@ -58,16 +58,19 @@ inline std::filesystem::path svg_path_for(const std::filesystem::path& dot) {
 }
 
 // Writes `picture` as DOT text to `path` and as SVG beside it (both
-// atomically), and says what it wrote. The SVG is laid out by
-// plot/svg_graph.cpp, so it needs no Graphviz; the DOT file is for those who
-// want Graphviz's own layout (dot -Tsvg FILE.dot -o FILE.svg overwrites ours).
-inline void write_graph_files(const std::filesystem::path& path, const GraphPicture& picture,
-                              std::ostream& out) {
+// atomically), says what it wrote, and returns the SVG text. The SVG is laid
+// out by plot/svg_graph.cpp, so it needs no Graphviz; the DOT file is for
+// those who want Graphviz's own layout (dot -Tsvg FILE.dot -o FILE.svg
+// overwrites ours).
+inline std::string write_graph_files(const std::filesystem::path& path, const GraphPicture& picture,
+                                     std::ostream& out) {
   const std::filesystem::path svg = svg_path_for(path);
+  std::string svg_text = plot::graph_svg(picture);
   write_file_atomically(path, dot_text(picture));
-  plot::save_graph_svg(svg, picture);
+  write_file_atomically(svg, svg_text);
   out << fmt::format("Wrote the graph to {} and {}\n", printable(path.string(), 300),
                      printable(svg.string(), 300));
+  return svg_text;
 }
 
 // The tools the flags ask for, alive from construction to finish().
@@ -80,21 +83,25 @@ class InspectSession {
     if (flags.profile) profiler_.emplace();
   }
 
-  // The first step's graph as SVG, after finish(); empty when no step ran
-  // (a run resumed at its end).
-  const std::string& graph_svg() const { return graph_svg_; }
+  // The first step's graph as SVG, after finish(): laid out once, by
+  // finish() for --dot or here on the first call; empty when no step ran (a
+  // run resumed at its end).
+  const std::string& graph_svg() {
+    if (graph_svg_.empty() && picture_) graph_svg_ = plot::graph_svg(*picture_);
+    return graph_svg_;
+  }
 
   // Writes the captured graph and prints the profile to `out`.
   void finish(std::ostream& out) {
     anomaly_.reset();
     if (capture_) {
-      if (!flags_.dot.empty()) {
-        check(capture_->captured(), "--dot {}: the run ended before its first backward()",
-              flags_.dot);
-        write_graph_files(flags_.dot, capture_->picture(), out);
-      }
-      if (capture_->captured()) graph_svg_ = plot::graph_svg(capture_->picture());
+      if (capture_->captured()) picture_ = capture_->picture();
       capture_.reset();
+      if (!flags_.dot.empty()) {
+        check(picture_.has_value(), "--dot {}: the run ended before its first backward()",
+              flags_.dot);
+        graph_svg_ = write_graph_files(flags_.dot, *picture_, out);
+      }
     }
     if (profiler_) {
       out << "\nProfile (per op name; forward: time since the previous op, see "
@@ -109,7 +116,8 @@ class InspectSession {
   std::optional<GraphCapture> capture_;
   std::optional<DetectAnomaly> anomaly_;
   std::optional<Profiler> profiler_;
-  std::string graph_svg_;
+  std::optional<GraphPicture> picture_;  // the first step's, once finish() has run
+  std::string graph_svg_;                // its SVG, once laid out
 };
 
 }  // namespace attograd::cli
