@@ -25,6 +25,8 @@
 #include <string>
 #include <vector>
 
+namespace test_core_mechanisms {
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -146,3 +148,5 @@ TEST_CASE("the core-mechanism count fails when a core file explains a mechanism"
     CHECK_THAT(over_budget(files), Catch::Contains("fused ops: 1 lines of the core name it, 0"));
   }
 }
+
+}  // namespace test_core_mechanisms

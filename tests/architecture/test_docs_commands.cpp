@@ -18,6 +18,8 @@
 #include "tensor/shape.hpp"
 #include "tests/support/program.hpp"
 
+namespace test_docs_commands {
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -58,3 +60,5 @@ TEST_CASE("every test command in the docs selects at least one test case", "[doc
     CHECK_FALSE(attograd::testing::lines_of(listed.out).empty());
   }
 }
+
+}  // namespace test_docs_commands

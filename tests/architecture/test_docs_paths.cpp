@@ -16,6 +16,8 @@
 #include "tests/architecture/doc_references.hpp"
 #include "tests/support/program.hpp"
 
+namespace test_docs_paths {
+
 namespace fs = std::filesystem;
 using attograd::architecture::BadReference;
 using attograd::architecture::defines;
@@ -286,3 +288,5 @@ TEST_CASE("defines finds definitions, not mentions in comments or strings", "[do
   CHECK(defines("Tensor operator*(const Tensor& a, const Tensor& b);", "operator*"));
   CHECK_FALSE(defines("int binary_forward_all = 0;", "binary_forward"));
 }
+
+}  // namespace test_docs_paths

@@ -16,6 +16,8 @@
 
 #include "tests/architecture/layering.hpp"
 
+namespace test_layering {
+
 namespace fs = std::filesystem;
 using attograd::architecture::blank_comments;
 using attograd::architecture::blank_comments_and_literals;
@@ -396,3 +398,5 @@ TEST_CASE("a violation injected into a copy of a real file is caught", "[archite
                           first + 3, learn_layers(files).types.at("Optimizer").header),
           });
 }
+
+}  // namespace test_layering

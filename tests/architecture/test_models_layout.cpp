@@ -14,6 +14,8 @@
 
 #include "tests/architecture/layering.hpp"
 
+namespace test_models_layout {
+
 using attograd::architecture::find_includes;
 using attograd::architecture::load_source_tree;
 using attograd::architecture::SourceFile;
@@ -138,3 +140,5 @@ TEST_CASE("the models layout checker accepts a tree that keeps the rule", "[arch
   };
   REQUIRE(find_models_layout_violations(files) == std::vector<std::string>{});
 }
+
+}  // namespace test_models_layout

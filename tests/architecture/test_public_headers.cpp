@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+namespace test_public_headers {
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -67,3 +69,5 @@ TEST_CASE("attograd.hpp includes every public header of tensor/, autograd/ and n
   REQUIRE(missing == std::vector<std::string>{});
   for (const std::string& header : kInternalHeaders) REQUIRE(fs::exists(root / header));
 }
+
+}  // namespace test_public_headers

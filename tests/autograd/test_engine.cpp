@@ -9,6 +9,8 @@
 #include "attograd.hpp"
 #include "autograd/fast/tensor_numbering.hpp"
 
+namespace test_engine {
+
 using namespace attograd;
 
 namespace {
@@ -345,3 +347,5 @@ TEST_CASE("gradient stealing keeps each leaf's gradient its own, with the copy's
   }
   CHECK(grads[0] == grads[1]);
 }
+
+}  // namespace test_engine

@@ -9,6 +9,8 @@
 
 #include "attograd.hpp"
 
+namespace test_errors {
+
 using namespace attograd;
 using Catch::Contains;
 using Catch::StartsWith;
@@ -227,3 +229,5 @@ TEST_CASE("gradcheck refuses the float build", "[autograd][errors]") {
         "requires grad");
   }
 }
+
+}  // namespace test_errors

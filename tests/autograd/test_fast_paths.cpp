@@ -8,6 +8,8 @@
 
 #include "attograd.hpp"
 
+namespace test_fast_paths {
+
 using namespace attograd;
 
 namespace {
@@ -322,3 +324,5 @@ TEST_CASE("attention_pool: shapes are checked, naming both", "[autograd][fast_pa
                     "attention_pool: scale (3) must be one number or one per key (5) for scores "
                     "(2,1,5)");
 }
+
+}  // namespace test_fast_paths

@@ -27,6 +27,8 @@
 
 #include "attograd.hpp"
 
+namespace test_gradcheck {
+
 using namespace attograd;
 
 namespace {
@@ -768,3 +770,5 @@ TEST_CASE("gradcheck points at the input that is wrong", "[autograd][gradcheck][
   CHECK(result.element == 2);
   CHECK(result.elements_checked == 8);
 }
+
+}  // namespace test_gradcheck

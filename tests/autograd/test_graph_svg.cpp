@@ -18,6 +18,8 @@
 #include "tests/support/micrograd.hpp"
 #include "tests/support/svg.hpp"
 
+namespace test_graph_svg {
+
 using namespace attograd;
 using attograd::testing::Element;
 using attograd::testing::micrograd_expression;
@@ -295,3 +297,5 @@ TEST_CASE("save_svg writes the same SVG as to_svg", "[graph-svg]") {
   std::filesystem::remove(path);
   CHECK(written == to_svg(m.g));
 }
+
+}  // namespace test_graph_svg

@@ -10,6 +10,8 @@
 #include "attograd.hpp"
 #include "autograd/op_helpers.hpp"
 
+namespace test_higher_order {
+
 using namespace attograd;
 
 namespace {
@@ -261,3 +263,5 @@ TEST_CASE("backward_inputs: a closure reads its node's inputs as given, and outs
   CHECK_THROWS_WITH(backward_inputs(), Catch::StartsWith("backward_inputs: called outside a "
                                                          "backward closure"));
 }
+
+}  // namespace test_higher_order

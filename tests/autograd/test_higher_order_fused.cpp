@@ -26,6 +26,8 @@
 
 #include "attograd.hpp"
 
+namespace test_higher_order_fused {
+
 using namespace attograd;
 
 namespace {
@@ -365,3 +367,5 @@ TEST_CASE("gradgradcheck: one GRU cell, and its Hessian-vector products equal it
     }
   });
 }
+
+}  // namespace test_higher_order_fused

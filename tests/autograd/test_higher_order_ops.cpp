@@ -17,6 +17,8 @@
 
 #include "attograd.hpp"
 
+namespace test_higher_order_ops {
+
 using namespace attograd;
 
 namespace {
@@ -358,3 +360,5 @@ TEST_CASE("the second derivative of an embedding lookup reaches the table's rows
     }
   }
 }
+
+}  // namespace test_higher_order_ops

@@ -10,6 +10,8 @@
 #include "attograd.hpp"
 #include "tests/support/micrograd.hpp"
 
+namespace test_inspect {
+
 using namespace attograd;
 using attograd::testing::Micrograd;
 using attograd::testing::micrograd_expression;
@@ -276,3 +278,5 @@ TEST_CASE("DotCapture draws the graph of the first backward() while it is alive"
   CHECK(count(later.text(), "shape=box,") == 2);  // mul, sum
   CHECK(count(later.text(), "label=\"w\\n(2)\\nrequires_grad\"") == 1);
 }
+
+}  // namespace test_inspect

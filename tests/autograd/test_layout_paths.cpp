@@ -15,6 +15,8 @@
 
 #include "attograd.hpp"
 
+namespace test_layout_paths {
+
 using namespace attograd;
 
 namespace {
@@ -83,3 +85,5 @@ TEST_CASE("mul's x ⊙ x gradient equals the sum of its two halves bit for bit",
     require_same_bits(grad(x), add(grad(x1), grad(x2)));
   }
 }
+
+}  // namespace test_layout_paths

@@ -10,6 +10,8 @@
 
 #include "attograd.hpp"
 
+namespace test_sum_axes {
+
 using namespace attograd;
 
 namespace {
@@ -87,3 +89,5 @@ TEST_CASE("a block repeated along leading axes broadcasts like the row-by-row lo
   for (size_t e = 0; e < xs.size(); ++e) expected.push_back(xs[e] * real(1 + (e / 4) % 3));
   CHECK((x * column).to_vector() == expected);
 }
+
+}  // namespace test_sum_axes

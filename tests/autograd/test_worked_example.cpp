@@ -12,6 +12,8 @@
 #include "attograd.hpp"
 #include "tests/support/micrograd.hpp"
 
+namespace test_worked_example {
+
 using namespace attograd;
 using attograd::testing::Micrograd;
 using attograd::testing::micrograd_expression;
@@ -45,3 +47,5 @@ TEST_CASE("a second backward through a fresh graph gives the same gradients", "[
   CHECK(grad(first.a).item() == grad(second.a).item());
   CHECK(grad(first.b).item() == grad(second.b).item());
 }
+
+}  // namespace test_worked_example

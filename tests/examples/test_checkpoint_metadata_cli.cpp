@@ -16,6 +16,8 @@
 #include "nn/safetensors.hpp"
 #include "tests/support/translate_program.hpp"
 
+namespace test_checkpoint_metadata_cli {
+
 namespace fs = std::filesystem;
 using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
@@ -326,3 +328,5 @@ TEST_CASE("translate: the batched and Transformer checkpoints' metadata values a
                 kEdited);
   }
 }
+
+}  // namespace test_checkpoint_metadata_cli

@@ -13,6 +13,8 @@
 #include "examples/common/cli.hpp"
 #include "tensor/error.hpp"
 
+namespace test_cli {
+
 namespace cli = attograd::cli;
 
 namespace {
@@ -298,3 +300,5 @@ TEST_CASE("run_main turns outcomes into exit statuses", "[cli]") {
   CHECK(run({}, []() -> int { throw std::runtime_error("two\nlines"); }) == 1);
   CHECK(err.str() == "error: two lines\n");
 }
+
+}  // namespace test_cli

@@ -9,6 +9,8 @@
 #include "examples/common/divergence.hpp"
 #include "tensor/error.hpp"
 
+namespace test_divergence {
+
 namespace cli = attograd::cli;
 
 TEST_CASE("check_loss_growth stops a loss over 100 times the first step's", "[cli][divergence]") {
@@ -39,3 +41,5 @@ TEST_CASE("check_loss_growth leaves NaN to the finite check and needs a first lo
                     "training diverged at epoch 1: the gradient norm is inf (learning rate 1); "
                     "stopped before writing, so x; try a smaller --lr, e.g. 0.1");
 }
+
+}  // namespace test_divergence

@@ -14,6 +14,8 @@
 
 #include "tests/support/translate_program.hpp"
 
+namespace test_flag_limits_cli {
+
 namespace fs = std::filesystem;
 using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
@@ -220,3 +222,5 @@ TEST_CASE("translate eval --examples prints each pair at most once, drawn by --s
                                      "100000, got '1000000000'"));
   CHECK(refused.out.empty());
 }
+
+}  // namespace test_flag_limits_cli

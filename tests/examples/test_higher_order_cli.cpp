@@ -21,6 +21,8 @@
 #include "tests/support/program.hpp"
 #include "tests/support/svg.hpp"
 
+namespace test_higher_order_cli {
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -189,3 +191,5 @@ TEST_CASE("higher_order refuses bad flags with one line and status 2",
   CHECK(help.out.rfind("Usage: higher_order [flags]", 0) == 0);
   CHECK(help.out.find("--dot") != std::string::npos);
 }
+
+}  // namespace test_higher_order_cli

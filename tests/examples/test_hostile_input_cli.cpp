@@ -22,6 +22,8 @@
 #include "nn/safetensors.hpp"
 #include "tests/support/translate_program.hpp"
 
+namespace test_hostile_input_cli {
+
 namespace fs = std::filesystem;
 using Catch::Matchers::Contains;
 using namespace attograd::testing::translate_program;
@@ -361,3 +363,5 @@ TEST_CASE("An output set that fails part way leaves the old files", "[cli][hosti
   CHECK(read_file(scratch.path / "b.svg") == "new b");
   CHECK(names_in(scratch.path) == std::vector<std::string>{"a.svg", "b.svg"});
 }
+
+}  // namespace test_hostile_input_cli

@@ -29,6 +29,8 @@
 #include "tests/support/socket_file.hpp"
 #include "tests/support/translate_program.hpp"
 
+namespace test_input_files_cli {
+
 namespace fs = std::filesystem;
 using Catch::Matchers::Contains;
 using namespace attograd::testing::translate_program;
@@ -282,3 +284,5 @@ TEST_CASE("eval prints data-file text with control characters escaped", "[inputs
     CHECK_THAT(result.out, Contains("> go \\x1b[2j now .") && Contains("= va \\x1b[2j !"));
   }
 }
+
+}  // namespace test_input_files_cli

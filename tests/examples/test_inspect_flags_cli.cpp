@@ -8,6 +8,8 @@
 #include "tests/support/svg.hpp"
 #include "tests/support/translate_program.hpp"
 
+namespace test_inspect_flags_cli {
+
 using namespace attograd::testing::translate_program;
 using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
@@ -151,3 +153,5 @@ TEST_CASE("translate --recipe batched --lr-schedule: the rate per epoch, or a on
   require_one_line_error(refused);
   CHECK_THAT(refused.err, StartsWith("error: --lr-schedule: 'cosine:3' is not one of constant, "));
 }
+
+}  // namespace test_inspect_flags_cli

@@ -24,6 +24,8 @@
 #include "nn/safetensors.hpp"
 #include "tests/support/translate_program.hpp"
 
+namespace test_interrupt_cli {
+
 namespace fs = std::filesystem;
 using Catch::Matchers::Contains;
 
@@ -312,3 +314,5 @@ TEST_CASE("interrupt: nw_regression stops at an epoch and draws the state reache
     CHECK(read_file(out / "nw_loss.svg") == before);
   }
 }
+
+}  // namespace test_interrupt_cli

@@ -21,6 +21,8 @@
 #include "tests/support/program.hpp"
 #include "tests/support/svg.hpp"
 
+namespace test_nw_regression_cli {
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -300,3 +302,5 @@ TEST_CASE("nw_regression --seeds averages over seeds without drawing", "[nw_regr
   CHECK(summary["mse"].size() == 7);  // average, attention, three kernels, two learned
   CHECK_FALSE(fs::exists(out));
 }
+
+}  // namespace test_nw_regression_cli

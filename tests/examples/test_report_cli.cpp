@@ -17,6 +17,8 @@
 
 #include "tests/support/translate_program.hpp"
 
+namespace test_report_cli {
+
 namespace fs = std::filesystem;
 using Catch::Matchers::Contains;
 
@@ -188,3 +190,5 @@ TEST_CASE("translate --report: an unwritable folder is refused before any work",
   require_one_line_error(refused);
   CHECK_THAT(refused.err, Contains("--report"));
 }
+
+}  // namespace test_report_cli

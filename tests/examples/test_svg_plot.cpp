@@ -19,6 +19,8 @@
 #include "tensor/error.hpp"
 #include "tests/support/svg.hpp"
 
+namespace test_svg_plot {
+
 namespace plot = attograd::plot;
 
 using attograd::testing::Element;
@@ -403,3 +405,5 @@ TEST_CASE("save writes exactly to_svg()", "[plot][io]") {
 
   CHECK_THROWS_AS(chart.save(folder.path / "missing" / "chart.svg"), attograd::Error);
 }
+
+}  // namespace test_svg_plot

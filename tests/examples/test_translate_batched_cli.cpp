@@ -25,6 +25,8 @@
 
 #include "tests/support/translate_program.hpp"
 
+namespace test_translate_batched_cli {
+
 namespace fs = std::filesystem;
 using Catch::Matchers::Contains;
 
@@ -223,3 +225,5 @@ TEST_CASE("translate batched: bad input ends in one error line and exit status 2
     CHECK_FALSE(fs::exists(out));
   }
 }
+
+}  // namespace test_translate_batched_cli

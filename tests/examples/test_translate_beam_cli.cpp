@@ -16,6 +16,8 @@
 
 #include "tests/support/translate_program.hpp"
 
+namespace test_translate_beam_cli {
+
 namespace fs = std::filesystem;
 using Catch::Matchers::Contains;
 
@@ -196,3 +198,5 @@ TEST_CASE("translate: --beam, --length-penalty and --nbest, Transformer recipe",
   if constexpr (!kFloatBuild) return;
   check_batched_loop_recipe("transformer", {"--hidden", "8", "--heads", "2", "--ffn", "16"});
 }
+
+}  // namespace test_translate_beam_cli

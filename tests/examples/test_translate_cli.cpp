@@ -28,6 +28,8 @@
 #include "nn/safetensors.hpp"
 #include "tests/support/translate_program.hpp"
 
+namespace test_translate_cli {
+
 namespace fs = std::filesystem;
 using Catch::Matchers::Contains;
 
@@ -327,3 +329,5 @@ TEST_CASE("translate: bad input ends in one error line and exit status 2", "[tra
     CHECK_FALSE(fs::exists(out));
   }
 }
+
+}  // namespace test_translate_cli

@@ -15,6 +15,8 @@
 
 #include "tests/support/translate_program.hpp"
 
+namespace test_translate_transformer_cli {
+
 namespace fs = std::filesystem;
 using Catch::Matchers::Contains;
 
@@ -114,3 +116,5 @@ TEST_CASE("translate transformer: bad input ends in one error line and exit stat
                               (scratch.path / "none.safetensors").string()},
                              scratch.path, "go .\n"));
 }
+
+}  // namespace test_translate_transformer_cli

@@ -30,6 +30,8 @@
 #include "tests/support/tensor_checks.hpp"
 #include "tests/support/thread_settings.hpp"
 
+namespace test_batched_seq2seq {
+
 using namespace attograd;
 using namespace attograd::batched_seq2seq;
 using namespace attograd::translation;
@@ -505,3 +507,5 @@ TEST_CASE("BatchedSeq2Seq: bad input names the layer, the shapes and the values"
   CHECK_THROWS_WITH(model.encoder->forward({3, 99}, {1, 2}, {2}),
                     Contains("id 99") && Contains("vocabulary of 12"));
 }
+
+}  // namespace test_batched_seq2seq

@@ -15,6 +15,8 @@
 #include "tensor/random.hpp"
 #include "tests/support/tensor_checks.hpp"
 
+namespace test_batched_trainer_resume {
+
 using namespace attograd;
 using namespace attograd::batched_seq2seq;
 using namespace attograd::translation;
@@ -108,3 +110,5 @@ TEST_CASE(
     }
   }
 }
+
+}  // namespace test_batched_trainer_resume

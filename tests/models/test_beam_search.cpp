@@ -34,6 +34,8 @@
 #include "models/translation/beam_search.hpp"
 #include "tensor/factory.hpp"
 
+namespace test_beam_search {
+
 using namespace attograd;
 using namespace attograd::decoding;
 using Catch::Matchers::Contains;
@@ -634,3 +636,5 @@ TEST_CASE("beam search on the Transformer: K distinct hypotheses, eval mode",
       model.beam_predict({4, batched_seq2seq::kEos}, 6, BeamSearchOptions().beam_size(0)),
       Contains("beam size K = 0"));
 }
+
+}  // namespace test_beam_search

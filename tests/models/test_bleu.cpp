@@ -8,6 +8,8 @@
 #include "models/text/normalize.hpp"
 #include "tensor/error.hpp"
 
+namespace test_bleu {
+
 using namespace attograd::text;
 
 namespace {
@@ -126,3 +128,5 @@ TEST_CASE("d2l sentence BLEU penalties, clipping and short predictions", "[bleu]
   CHECK(d2l_sentence_bleu(words("va !"), words("va !"), 1) == 1.0);
   CHECK_THROWS_AS(d2l_sentence_bleu("va !", "va !", 0), attograd::Error);
 }
+
+}  // namespace test_bleu

@@ -28,6 +28,8 @@
 #include "models/text/pairs.hpp"
 #include "tests/support/tensor_checks.hpp"
 
+namespace test_fast_paths_training {
+
 using namespace attograd;
 using testing::max_difference;
 
@@ -154,3 +156,5 @@ TEST_CASE("fast paths: 100 NW epochs equal the reference path's, scalar and vect
     CHECK(fast_run.first.back() < 0.8 * fast_run.first.front());
   }
 }
+
+}  // namespace test_fast_paths_training

@@ -39,6 +39,8 @@
 #include "tensor/random.hpp"
 #include "tests/support/tensor_checks.hpp"
 
+namespace test_higher_order_models {
+
 using namespace attograd;
 
 namespace {
@@ -349,3 +351,5 @@ TEST_CASE("higher order: create_graph leaves every recipe's first derivatives un
     check_first_order_unchanged(model, [&] { return sum(model.loss(batch.source, batch.target)); });
   }
 }
+
+}  // namespace test_higher_order_models

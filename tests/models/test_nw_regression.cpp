@@ -15,6 +15,8 @@
 #include "models/nw_regression/nw_regression.hpp"
 #include "nn/optim.hpp"
 
+namespace test_nw_regression {
+
 using namespace attograd;
 using namespace attograd::nw_regression;
 
@@ -550,3 +552,5 @@ TEST_CASE("run_experiment: the chosen kernel is one of the three, MSEs match the
   CHECK(mean_squared_error(tensor({1, 2, 3}), tensor({1, 4, 0})) == Approx((0 + 4 + 9) / 3.0));
   CHECK_THROWS_AS(mean_squared_error(tensor({1}), tensor({1, 2})), Error);
 }
+
+}  // namespace test_nw_regression

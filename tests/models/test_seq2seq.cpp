@@ -36,6 +36,8 @@
 #include "nn/optim.hpp"
 #include "tensor/factory.hpp"
 
+namespace test_seq2seq {
+
 using namespace attograd;
 using namespace attograd::seq2seq;
 using Catch::Matchers::Contains;
@@ -772,3 +774,5 @@ TEST_CASE("the shipped data gives the tutorial's corpus", "[seq2seq]") {
   CHECK_THROWS_WITH(load_corpus(CorpusOptions().path("no/such/file.tsv")),
                     Contains("no/such/file.tsv"));
 }
+
+}  // namespace test_seq2seq

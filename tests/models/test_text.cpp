@@ -20,6 +20,8 @@
 #include "models/text/vocabulary.hpp"
 #include "tensor/error.hpp"
 
+namespace test_text {
+
 using namespace attograd::text;
 
 namespace {
@@ -496,3 +498,5 @@ TEST_CASE("BatchIterator visits every example once per epoch in a seeded order",
   CHECK_THROWS_AS(BatchIterator(source, build_padded_array({{"a"}}, vocabulary, 2), 3, 0),
                   attograd::Error);
 }
+
+}  // namespace test_text

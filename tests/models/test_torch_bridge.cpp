@@ -30,6 +30,8 @@
 #include "tests/support/python.hpp"
 #include "tests/support/translate_program.hpp"
 
+namespace test_torch_bridge {
+
 using namespace attograd;
 using namespace attograd::testing;
 using seq2seq::DecoderKind;
@@ -645,3 +647,5 @@ TEST_CASE("torch_finetune: bad input is one line and exit status 2, before any p
   }
   CHECK_FALSE(fs::exists(scratch.path / "out.pt"));
 }
+
+}  // namespace test_torch_bridge

@@ -40,6 +40,8 @@
 #include "tests/support/program.hpp"
 #include "tests/support/python.hpp"
 
+namespace test_torch_higher_order {
+
 using namespace attograd;
 using namespace attograd::testing;
 using nlohmann::json;
@@ -247,3 +249,5 @@ TEST_CASE("higher order against PyTorch: the gradient penalty of a tutorial seq2
     }
   }
 }
+
+}  // namespace test_torch_higher_order

@@ -24,6 +24,8 @@
 #include "tests/support/tensor_checks.hpp"
 #include "tests/support/thread_settings.hpp"
 
+namespace test_transformer {
+
 using namespace attograd;
 using namespace attograd::transformer;
 using Catch::Matchers::Contains;
@@ -242,3 +244,5 @@ TEST_CASE("Transformer: bad sizes are errors naming the model and the values",
                     Contains("decoder inputs of shape (2,1) for 1 source sentences"));
   CHECK_THROWS_WITH(model.predict({4, 3}, 0), Contains("num_steps is 0"));
 }
+
+}  // namespace test_transformer

@@ -22,6 +22,8 @@
 #include "nn/attention.hpp"
 #include "tensor/factory.hpp"
 
+namespace test_attention {
+
 using namespace attograd;
 using Catch::Matchers::Contains;
 
@@ -401,3 +403,5 @@ TEST_CASE("Attention: bad shapes and lengths name the layer, the shapes and the 
   CHECK_THROWS_WITH(nn::AdditiveAttention(nn::AdditiveAttentionOptions(0, 2, 2)),
                     Contains("must all be positive"));
 }
+
+}  // namespace test_attention

@@ -26,6 +26,8 @@
 #include "tensor/error.hpp"
 #include "tensor/factory.hpp"
 
+namespace test_checkpoint {
+
 using namespace attograd;
 using Catch::Matchers::Contains;
 namespace fs = std::filesystem;
@@ -625,3 +627,5 @@ TEST_CASE("Training checkpoints refuse the wrong optimizer and change nothing", 
   }
   check_unchanged();
 }
+
+}  // namespace test_checkpoint

@@ -19,6 +19,8 @@
 #include "tests/support/tensor_checks.hpp"
 #include "tests/support/thread_settings.hpp"
 
+namespace test_data_parallel {
+
 using namespace attograd;
 using Catch::Matchers::Contains;
 using testing::max_difference;
@@ -224,3 +226,5 @@ TEST_CASE("DataParallel: copies that do not match the model are refused", "[data
   CHECK_THROWS_WITH(nn::DataParallel(model, {std::make_shared<Other>()}),
                     Contains("copy 1 has 1 parameters and the model 3"));
 }
+
+}  // namespace test_data_parallel

@@ -7,6 +7,8 @@
 
 #include "attograd.hpp"
 
+namespace test_gradient_penalty {
+
 using namespace attograd;
 using Catch::Matchers::Contains;
 
@@ -71,3 +73,5 @@ TEST_CASE("gradient_penalty says what it needs", "[nn][higher-order]") {
   NoGradGuard no_grad;
   CHECK_THROWS_WITH(nn::gradient_penalty(f, tensor({{1, 2}})), Contains("recording is off"));
 }
+
+}  // namespace test_gradient_penalty

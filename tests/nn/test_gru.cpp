@@ -24,6 +24,8 @@
 #include "tensor/factory.hpp"
 #include "tensor/kernels.hpp"
 
+namespace test_gru {
+
 using namespace attograd;
 using Catch::Matchers::Contains;
 
@@ -631,3 +633,5 @@ TEST_CASE("GRU runs and backpropagates through 2000 steps", "[gru][nn]") {
   // A graph that is never backpropagated is freed as well.
   { const nn::GRUOutput discarded = gru.forward(x); }
 }
+
+}  // namespace test_gru

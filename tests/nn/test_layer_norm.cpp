@@ -14,6 +14,8 @@
 #include "tensor/factory.hpp"
 #include "tests/support/tensor_checks.hpp"
 
+namespace test_layer_norm {
+
 using namespace attograd;
 using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
@@ -150,3 +152,5 @@ TEST_CASE("LayerNorm: PyTorch's names and starting values, options", "[layer_nor
   const Tensor x = from_vector({1, 2, 4}, {1, 3});
   testing::check_close(plain.forward(x), layer_norm(x, {3}, Tensor(), Tensor(), real(1e-3)), 0);
 }
+
+}  // namespace test_layer_norm

@@ -9,6 +9,8 @@
 
 #include "attograd.hpp"
 
+namespace test_layers {
+
 using namespace attograd;
 using Catch::Matchers::Contains;
 
@@ -544,3 +546,5 @@ TEST_CASE("xavier_uniform_ uses PyTorch's fans and bound", "[nn][init]") {
   nn::xavier_normal_(w, 1.0, generator);
   CHECK(variance_of(w.to_vector()) == Approx(2.0 / 400).epsilon(0.05));
 }
+
+}  // namespace test_layers

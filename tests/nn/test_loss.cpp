@@ -6,6 +6,8 @@
 
 #include "attograd.hpp"
 
+namespace test_loss {
+
 using namespace attograd;
 using Catch::Matchers::Contains;
 using nn::Reduction;
@@ -227,3 +229,5 @@ TEST_CASE("sequence_cross_entropy gradients pass gradcheck", "[nn][loss][f64]") 
       },
       {randn({2, 4, 5}, generator)});
 }
+
+}  // namespace test_loss

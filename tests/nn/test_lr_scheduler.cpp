@@ -13,6 +13,8 @@
 
 #include "attograd.hpp"
 
+namespace test_lr_scheduler {
+
 using namespace attograd;
 namespace fs = std::filesystem;
 
@@ -148,3 +150,5 @@ TEST_CASE("A schedule saved with the optimizer resumes exactly", "[lr_scheduler]
     }
   }
 }
+
+}  // namespace test_lr_scheduler

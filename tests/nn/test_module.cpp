@@ -6,6 +6,8 @@
 
 #include "attograd.hpp"
 
+namespace test_module {
+
 using namespace attograd;
 using Catch::Matchers::Contains;
 
@@ -183,3 +185,5 @@ TEST_CASE("A user-defined layer works on its own and inside Sequential", "[nn][m
   CHECK(grad(custom->scale).defined());
   CHECK(grad(custom->shift).defined());
 }
+
+}  // namespace test_module

@@ -15,6 +15,8 @@
 #include "tensor/factory.hpp"
 #include "tests/support/tensor_checks.hpp"
 
+namespace test_multihead_attention {
+
 using namespace attograd;
 using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
@@ -164,3 +166,5 @@ TEST_CASE("MultiHeadAttention: names, and bad input names the layer and the valu
   CHECK_THROWS_WITH(layer.forward(zeros({1, 2, 3}), zeros({1, 4, 2}), zeros({1, 4, 4}), {5}),
                     Contains("valid length 5 at position 0 is outside [1, Tk = 4]"));
 }
+
+}  // namespace test_multihead_attention

@@ -23,6 +23,8 @@
 #include "tensor/error.hpp"
 #include "tensor/factory.hpp"
 
+namespace test_optim {
+
 using namespace attograd;
 using Catch::Matchers::Contains;
 
@@ -586,3 +588,5 @@ TEST_CASE("clip_grad_norm scales by a non-finite norm by default as PyTorch does
   CHECK(std::isnan(grad(c).to_vector()[0]));
   CHECK(std::isnan(grad(c).to_vector()[1]));
 }
+
+}  // namespace test_optim

@@ -19,6 +19,8 @@
 #include "tensor/random.hpp"
 #include "tests/support/program.hpp"
 
+namespace test_safetensors_hostile {
+
 using namespace attograd;
 using Catch::Matchers::Contains;
 namespace fs = std::filesystem;
@@ -225,3 +227,5 @@ TEST_CASE("A checkpoint holding NaN or infinity is refused and the model kept",
   CHECK_THROWS_WITH(nn::load(model, path), Contains("holds -inf at flat index 0"));
   CHECK(model.named_parameters()[0].second.to_vector() == before);
 }
+
+}  // namespace test_safetensors_hostile

@@ -8,6 +8,8 @@
 
 #include "attograd.hpp"
 
+namespace test_second_derivatives {
+
 using namespace attograd;
 
 TEST_CASE("the Hessian of softmax cross-entropy is diag(p) - p p^T",
@@ -67,3 +69,5 @@ TEST_CASE("a Newton step on exp(w) - 2w by double backward", "[autograd][higher-
   }
   CHECK(std::abs(iterates[4] - target) < 1e-12);
 }
+
+}  // namespace test_second_derivatives

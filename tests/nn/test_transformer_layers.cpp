@@ -16,6 +16,8 @@
 #include "tensor/factory.hpp"
 #include "tests/support/tensor_checks.hpp"
 
+namespace test_transformer_layers {
+
 using namespace attograd;
 using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
@@ -150,3 +152,5 @@ TEST_CASE("Transformer blocks: gradcheck of inputs and a weight of every sublaye
   INFO(result.report);
   CHECK(result.passed);
 }
+
+}  // namespace test_transformer_layers

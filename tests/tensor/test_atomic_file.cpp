@@ -16,6 +16,8 @@
 #include "tensor/atomic_file.hpp"
 #include "tensor/error.hpp"
 
+namespace test_atomic_file {
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -129,3 +131,5 @@ TEST_CASE("a failed rename removes the temporary file", "[io]") {
   CHECK(file_names(folder.path) == std::vector<std::string>{"occupied"});
   CHECK(read_file(target / "inside.txt") == "x");
 }
+
+}  // namespace test_atomic_file

@@ -12,6 +12,8 @@
 #include "tensor/parallel.hpp"
 #include "tensor/random.hpp"
 
+namespace test_bmm_kernel {
+
 using namespace attograd;
 namespace k = attograd::kernels;
 
@@ -109,3 +111,5 @@ TEST_CASE("bmm_forward gives the same bits on one thread and on two", "[kernels]
   parallel::set_min_parallel_work(min_work);
   CHECK(serial == shared);
 }
+
+}  // namespace test_bmm_kernel

@@ -29,6 +29,8 @@
 #include "tensor/printable.hpp"
 #include "tests/support/socket_file.hpp"
 
+namespace test_input_file {
+
 namespace fs = std::filesystem;
 using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
@@ -202,3 +204,5 @@ TEST_CASE("printable escapes control characters and cuts long text", "[inputs]")
   const std::string cut = attograd::printable(std::string(10'000'000, 'x'));
   CHECK(cut == std::string(attograd::kMaxQuotedChars, 'x') + "…");
 }
+
+}  // namespace test_input_file

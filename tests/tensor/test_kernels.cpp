@@ -21,6 +21,8 @@
 #include "tensor/kernels_unary.hpp"
 #include "tensor/random.hpp"
 
+namespace test_kernels {
+
 using namespace attograd;
 namespace k = attograd::kernels;
 
@@ -397,14 +399,14 @@ TEST_CASE("softmax and log_softmax kernels: SIMD equals scalar", "[kernels]") {
     const std::string what = fmt::format("({} rows, {} cols)", c.rows, c.cols);
     const Values x = draw(count, -6, 6, generator);
     const Values dy = draw(count, -2, 2, generator);
-    // Σ_j |a_j b_j| over the row of element i, the scale of a row's dot product.
-    auto row_magnitude = [&](const Values& a, const Values& b, size_t i) {
-      const int64_t start = static_cast<int64_t>(i) / c.cols * c.cols;
-      double total = 0;
-      for (int64_t j = start; j < start + c.cols; ++j) {
-        total += std::abs(double(a[j]) * (b.empty() ? 1.0 : double(b[j])));
+    // Σ_j |a_j b_j| over each row (b empty: Σ_j |a_j|), the scale of a row's
+    // dot product; element i's row is i / cols.
+    auto row_magnitudes = [&](const Values& a, const Values& b) {
+      std::vector<double> totals(static_cast<size_t>(c.rows), 0.0);
+      for (int64_t j = 0; j < count; ++j) {
+        totals[j / c.cols] += std::abs(double(a[j]) * (b.empty() ? 1.0 : double(b[j])));
       }
-      return total;
+      return totals;
     };
 
     Values y_simd(count), y(count);
@@ -416,8 +418,9 @@ TEST_CASE("softmax and log_softmax kernels: SIMD equals scalar", "[kernels]") {
     Values dx_simd(count), dx(count);
     k::softmax_backward(dx_simd.data(), y.data(), dy.data(), c.rows, c.cols);
     k::scalar::softmax_backward(dx.data(), y.data(), dy.data(), c.rows, c.cols);
+    const std::vector<double> dy_y_magnitude = row_magnitudes(dy, y);
     check_close("softmax backward " + what, dx_simd, dx, [&](size_t i) {
-      return kTolerance * (std::abs(dx[i]) + std::abs(y[i]) * row_magnitude(dy, y, i));
+      return kTolerance * (std::abs(dx[i]) + std::abs(y[i]) * dy_y_magnitude[i / c.cols]);
     });
 
     Values log_y_simd(count), log_y(count);
@@ -429,8 +432,9 @@ TEST_CASE("softmax and log_softmax kernels: SIMD equals scalar", "[kernels]") {
     Values log_dx_simd(count), log_dx(count);
     k::log_softmax_backward(log_dx_simd.data(), log_y.data(), dy.data(), c.rows, c.cols);
     k::scalar::log_softmax_backward(log_dx.data(), log_y.data(), dy.data(), c.rows, c.cols);
+    const std::vector<double> dy_magnitude = row_magnitudes(dy, {});
     check_close("log_softmax backward " + what, log_dx_simd, log_dx, [&](size_t i) {
-      return kTolerance * (std::abs(dy[i]) + std::exp(double(log_y[i])) * row_magnitude(dy, {}, i));
+      return kTolerance * (std::abs(dy[i]) + std::exp(double(log_y[i])) * dy_magnitude[i / c.cols]);
     });
   }
 }
@@ -519,6 +523,15 @@ TEST_CASE("attention pooling kernels: SIMD equals scalar", "[kernels]") {
         }
         return std::abs(double(weights[row * c.Tk + key])) * total;
       };
+      // dscale = Σ over rows (and keys, for one factor) of dz ⊙ scores: the
+      // scale of factor f's sum, over the same terms in the same order.
+      std::vector<double> dscale_magnitude(scale.size(), 0.0);
+      for (int64_t row = 0; row < rows && scale_count > 0; ++row) {
+        for (int64_t key = 0; key < c.Tk; ++key) {
+          const double term = dz_magnitude(row, key) * std::abs(double(scores[row * c.Tk + key]));
+          dscale_magnitude[scale_count == 1 ? 0 : size_t(key)] += term;
+        }
+      }
       // Every combination of the three gradients asked for (bits: scores,
       // scale, values); one not asked for is not written.
       for (int wanted = 0; wanted < 8; ++wanted) {
@@ -543,17 +556,8 @@ TEST_CASE("attention pooling kernels: SIMD equals scalar", "[kernels]") {
         if (!want_scores) CHECK(dscores_simd == Values(dscores_simd.size(), untouched));
         if (!want_scale) CHECK(dscale_simd == Values(dscale_simd.size(), untouched));
         if (!want_values) CHECK(dvalues_simd == Values(dvalues_simd.size(), untouched));
-        // dscale = Σ over rows (and keys, for one factor) of dz ⊙ scores.
         check_close("attention_pool dscale " + asked, dscale_simd, dscale, [&](size_t i) {
-          double total = 0;
-          for (int64_t row = 0; row < rows; ++row) {
-            for (int64_t key = 0; key < c.Tk; ++key) {
-              if (scale_count == 1 || key == int64_t(i)) {
-                total += dz_magnitude(row, key) * std::abs(double(scores[row * c.Tk + key]));
-              }
-            }
-          }
-          return kTolerance * (std::abs(dscale[i]) + total) + kSmallest;
+          return kTolerance * (std::abs(dscale[i]) + dscale_magnitude[i]) + kSmallest;
         });
         check_close("attention_pool dscores " + asked, dscores_simd, dscores, [&](size_t i) {
           const int64_t row = static_cast<int64_t>(i) / c.Tk, key = static_cast<int64_t>(i) % c.Tk;
@@ -848,3 +852,5 @@ TEST_CASE("layer_norm's scalar forward normalises each row", "[kernels][layer_no
   CHECK(y[2] == Approx(10));
   CHECK(y[3] == Approx(3 * r));
 }
+
+}  // namespace test_kernels

@@ -25,6 +25,8 @@
 #include "tensor/random.hpp"
 #include "tests/support/thread_settings.hpp"
 
+namespace test_kernels_gemm {
+
 using namespace attograd;
 namespace k = attograd::kernels;
 using k::Layout;
@@ -315,3 +317,5 @@ TEST_CASE("gemm equals its specification with leading dimensions of their own", 
     }
   });
 }
+
+}  // namespace test_kernels_gemm

@@ -13,6 +13,8 @@
 #include "tensor/kernels_gru.hpp"
 #include "tensor/random.hpp"
 
+namespace test_kernels_gru {
+
 using namespace attograd;
 
 namespace {
@@ -118,3 +120,5 @@ TEST_CASE("gru_gates_backward: the SIMD kernel matches the scalar specification"
     }
   }
 }
+
+}  // namespace test_kernels_gru

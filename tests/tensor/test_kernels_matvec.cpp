@@ -14,6 +14,8 @@
 #include "tensor/kernels_matvec.hpp"
 #include "tensor/random.hpp"
 
+namespace test_kernels_matvec {
+
 using namespace attograd;
 namespace k = attograd::kernels;
 
@@ -222,3 +224,5 @@ TEST_CASE("the matvec kernels read a block of a wider matrix in place, as a copy
     }
   }
 }
+
+}  // namespace test_kernels_matvec

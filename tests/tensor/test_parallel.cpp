@@ -22,6 +22,8 @@
 #include "tensor/parallel.hpp"
 #include "tests/support/thread_settings.hpp"
 
+namespace test_parallel {
+
 using namespace attograd;
 using Catch::Matchers::Contains;
 
@@ -198,3 +200,5 @@ TEST_CASE("parallel: threaded matmul and bmm ops, forward and backward, equal si
     CHECK(many.dw == one.dw);
   }
 }
+
+}  // namespace test_parallel

@@ -18,6 +18,8 @@
 #include "tests/support/busy_cpu.hpp"
 #include "tests/support/thread_settings.hpp"
 
+namespace test_parallel_busy {
+
 using namespace attograd;
 using attograd::testing::BusyCpu;
 
@@ -83,3 +85,5 @@ TEST_CASE("parallel: with the other core busy, two threads give one thread's bit
   const auto one = gradients(1);
   for (int round = 0; round < 10; ++round) CHECK(gradients(2) == one);
 }
+
+}  // namespace test_parallel_busy

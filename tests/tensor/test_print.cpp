@@ -9,6 +9,8 @@
 
 #include "attograd.hpp"
 
+namespace test_print {
+
 using namespace attograd;
 
 TEST_CASE("a small matrix prints exactly", "[tensor][print]") {
@@ -60,3 +62,5 @@ TEST_CASE("a 2000-element tensor is elided with ...", "[tensor][print]") {
   // 1000 elements is still printed in full.
   CHECK(to_string(arange(0, 1000)).find("...") == std::string::npos);
 }
+
+}  // namespace test_print

@@ -18,6 +18,8 @@
 #include "tensor/fast/pool.hpp"
 #include "tensor/fast/storage_cache.hpp"
 
+namespace test_storage_cache {
+
 using namespace attograd;
 
 namespace {
@@ -226,3 +228,5 @@ TEST_CASE("tensors made on one thread can be freed on another", "[tensor][pool]"
   const Tensor fresh = full({3, 2}, real(7));
   CHECK(fresh.at({0, 0}) == 7);
 }
+
+}  // namespace test_storage_cache

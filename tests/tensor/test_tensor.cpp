@@ -14,6 +14,8 @@
 
 #include "attograd.hpp"
 
+namespace test_tensor {
+
 using namespace attograd;
 
 namespace {
@@ -455,3 +457,5 @@ TEST_CASE("Dims keeps six entries inline and spills deeper lists to the heap", "
   CHECK(t.strides().to_vector() == std::vector<int64_t>{16, 8, 8, 4, 4, 2, 2, 1});
   CHECK(sum(t).item() == 0);
 }
+
+}  // namespace test_tensor
