@@ -15,16 +15,17 @@
       included). Tutorial lines are already normalised words; batched and
       Transformer lines are normalised as `translate` does (d2l's preprocess).
 
-The state dicts load with strict=True into these classes:
+The state dicts load with strict=True into these classes of
+scripts/torch_models.py:
   tutorial     the PyTorch tutorial "NLP From Scratch: Translation with a
                Sequence to Sequence Network and Attention": EncoderRNN(len(source_words), H)
                and, for --decoder location, the tutorial's AttnDecoderRNN(H,
                len(target_words), dropout_p, max_length); for --decoder
                bahdanau, the newer tutorial's decoder built on
-               BahdanauAttention (BahdanauAttnDecoderRNN here). Word i has id
+               BahdanauAttention (BahdanauAttnDecoderRNN there). Word i has id
                i: 0 SOS, 1 EOS, 2 <unk> (attograd's tutorial layout adds <unk>).
-  batched      d2l's Seq2SeqEncoder and Seq2SeqAttentionDecoder (scripts/torch_models.py);
-  transformer  d2l's TransformerEncoder and TransformerDecoder (the same file).
+  batched      d2l's Seq2SeqEncoder and Seq2SeqAttentionDecoder;
+  transformer  d2l's TransformerEncoder and TransformerDecoder.
                Word ids of both: 0 <pad>, 1 <bos>, 2 <eos>, 3 <unk>.
 
 Files are untrusted: a .pt file is read with torch.load(weights_only=True), so
@@ -34,7 +35,8 @@ files are read; every value `translate` would check is checked before
 anything is written, and writes are atomic (a temporary file, then rename).
 
 Needs Python 3 and torch; the only part of the project that uses PyTorch
-(with scripts/torch_models.py and scripts/torch_finetune.py).
+(with scripts/torch_models.py and scripts/torch_finetune.py). A command checks
+its arguments and paths before it imports torch, so those errors come at once.
 Exits 2 on bad input with a one-line "error: ..." message.
 """
 import argparse
@@ -46,16 +48,10 @@ import stat
 import struct
 import sys
 
-try:
-    import torch
-    from torch import nn
-    import torch.nn.functional as F
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import torch_models
-except ImportError:  # the module still imports, so its tests can say "skipped"
-    torch = None
-    nn = None
-    torch_models = None
+# PyTorch takes about 1.5 s to import, so a command checks its arguments and
+# the paths it was given first: import_torch() loads it then.
+torch = None
+torch_models = None
 
 FORMAT = "attograd-seq2seq 1"
 VOCABULARY_MAGIC = "attograd-vocabulary 1"
@@ -84,6 +80,21 @@ class BridgeError(Exception):
     """Bad input: the message names the file and the remedy."""
 
 
+def import_torch():
+    """PyTorch (and scripts/torch_models.py, beside this file), imported once."""
+    global torch, torch_models
+    if torch is None:
+        try:
+            import torch as module
+        except ImportError:
+            raise BridgeError("torch is not installed for this interpreter; on Debian: "
+                              "apt-get install python3-torch") from None
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import torch_models as models
+        torch, torch_models = module, models
+    return torch
+
+
 def shown(text, limit=120):
     """User text for a message: non-printable characters escaped, cut to `limit`."""
     text = str(text)
@@ -94,8 +105,8 @@ def shown(text, limit=120):
 
 # --------------------------------------------------------------- files
 
-def read_regular(path, what):
-    """The bytes of `path`, which must be a regular file of at most MAX_FILE_BYTES.
+def open_regular(path, what):
+    """A descriptor of `path`, which must be a regular file of at most MAX_FILE_BYTES.
 
     Opened without blocking and checked with fstat before reading, so a FIFO,
     a device (/dev/zero) or a directory is refused at once rather than read.
@@ -115,6 +126,21 @@ def read_regular(path, what):
         if status.st_size > MAX_FILE_BYTES:
             raise BridgeError(f"{shown(path, 300)}: {status.st_size} bytes, more than the "
                               f"{MAX_FILE_BYTES} a {what} may have")
+    except BaseException:
+        os.close(descriptor)
+        raise
+    return descriptor
+
+
+def check_regular(path, what):
+    """open_regular's checks alone: what a command does before importing PyTorch."""
+    os.close(open_regular(path, what))
+
+
+def read_regular(path, what):
+    """The bytes of `path`, after open_regular's checks."""
+    descriptor = open_regular(path, what)
+    try:
         os.set_blocking(descriptor, True)
         with os.fdopen(os.dup(descriptor), "rb") as f:
             data = f.read(MAX_FILE_BYTES + 1)
@@ -126,16 +152,22 @@ def read_regular(path, what):
     return data
 
 
+def check_writable(path):
+    """`path` names a file in an existing folder: write_atomic's first checks."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise BridgeError(f"cannot write {shown(path, 300)}: {shown(folder, 300)} is not a folder")
+    if os.path.isdir(path):
+        raise BridgeError(f"cannot write {shown(path, 300)}: it is a folder; name a file")
+
+
 def write_atomic(path, data):
     """Writes `data` to `path` through a temporary beside it and a rename, so
     `path` is either its old self or complete, whatever happens (a full disk,
     a kill)."""
+    check_writable(path)
     shown_path = shown(path, 300)
     folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        raise BridgeError(f"cannot write {shown_path}: {shown(folder, 300)} is not a folder")
-    if os.path.isdir(path):
-        raise BridgeError(f"cannot write {shown_path}: it is a folder; name a file")
     temporary = f"{path}{TEMPORARY_MARKER}{os.getpid()}.bridge"
     try:
         descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
@@ -394,77 +426,6 @@ def check_progress(path, where, record):
                               "numbers")
 
 
-# --------------------------------------------------------------- the tutorial's modules
-
-if nn is not None:
-    class EncoderRNN(nn.Module):
-        """The tutorial's encoder: an embedding and a one-layer GRU, one word per call."""
-
-        def __init__(self, input_size, hidden_size):
-            super().__init__()
-            self.hidden_size = hidden_size
-            self.embedding = nn.Embedding(input_size, hidden_size)
-            self.gru = nn.GRU(hidden_size, hidden_size)
-
-        def forward(self, input, hidden):  # input: one id; hidden (1,1,H)
-            embedded = self.embedding(input).view(1, 1, -1)
-            return self.gru(embedded, hidden)
-
-    class AttnDecoderRNN(nn.Module):
-        """The tutorial's decoder: attention weights from a Linear over L positions."""
-
-        def __init__(self, hidden_size, output_size, dropout_p=0.1, max_length=10):
-            super().__init__()
-            self.max_length = max_length
-            self.embedding = nn.Embedding(output_size, hidden_size)
-            self.attn = nn.Linear(hidden_size * 2, max_length)
-            self.attn_combine = nn.Linear(hidden_size * 2, hidden_size)
-            self.dropout = nn.Dropout(dropout_p)
-            self.gru = nn.GRU(hidden_size, hidden_size)
-            self.out = nn.Linear(hidden_size, output_size)
-
-        # input: one id, hidden (1,1,H), encoder_outputs (L,H) -> (1,V), (1,1,H), (1,L)
-        def forward(self, input, hidden, encoder_outputs, source_length):
-            embedded = self.dropout(self.embedding(input).view(1, 1, -1))
-            weights = F.softmax(self.attn(torch.cat((embedded[0], hidden[0]), 1)), dim=1)
-            applied = torch.bmm(weights.unsqueeze(0), encoder_outputs.unsqueeze(0))
-            output = F.relu(self.attn_combine(torch.cat((embedded[0], applied[0]), 1)).unsqueeze(0))
-            output, hidden = self.gru(output, hidden)
-            return F.log_softmax(self.out(output[0]), dim=1), hidden, weights
-
-    class BahdanauAttention(nn.Module):
-        """The newer tutorial's additive attention: Va·tanh(Wa·query + Ua·keys)."""
-
-        def __init__(self, hidden_size):
-            super().__init__()
-            self.Wa = nn.Linear(hidden_size, hidden_size)
-            self.Ua = nn.Linear(hidden_size, hidden_size)
-            self.Va = nn.Linear(hidden_size, 1)
-
-        def forward(self, query, keys):  # (1,1,H), (1,S,H) -> (1,1,H), (1,1,S)
-            scores = self.Va(torch.tanh(self.Wa(query) + self.Ua(keys))).squeeze(2).unsqueeze(1)
-            weights = F.softmax(scores, dim=-1)
-            return torch.bmm(weights, keys), weights
-
-    class BahdanauAttnDecoderRNN(nn.Module):
-        """The newer tutorial's AttnDecoderRNN (its forward_step, one word per call)."""
-
-        def __init__(self, hidden_size, output_size, dropout_p=0.1):
-            super().__init__()
-            self.embedding = nn.Embedding(output_size, hidden_size)
-            self.attention = BahdanauAttention(hidden_size)
-            self.gru = nn.GRU(2 * hidden_size, hidden_size, batch_first=True)
-            self.out = nn.Linear(hidden_size, output_size)
-            self.dropout = nn.Dropout(dropout_p)
-
-        def forward(self, input, hidden, encoder_outputs, source_length):
-            embedded = self.dropout(self.embedding(input).view(1, 1, -1))
-            keys = encoder_outputs[:source_length].unsqueeze(0)  # the real positions only
-            context, weights = self.attention(hidden.permute(1, 0, 2), keys)
-            output, hidden = self.gru(torch.cat((embedded, context), dim=2), hidden)
-            return F.log_softmax(self.out(output[0]), dim=1), hidden, weights
-
-
 def make_modules(bundle, config, path):
     """(encoder, decoder) of a bundle's checked config, with its state dicts loaded strictly."""
     hidden, length = config["hidden_size"], config["max_length"]
@@ -474,11 +435,13 @@ def make_modules(bundle, config, path):
                 ("encoder", "gru.weight_hh_l0"): (3 * hidden, hidden),
                 ("decoder", "embedding.weight"): (len(bundle["target_words"]), hidden)}
     check_state_dicts(bundle, expected, f"the config (hidden_size {hidden})", path)
-    encoder = EncoderRNN(len(bundle["source_words"]), hidden)
+    encoder = torch_models.EncoderRNN(len(bundle["source_words"]), hidden)
     if config["decoder"] == "location":
-        decoder = AttnDecoderRNN(hidden, len(bundle["target_words"]), config["dropout_p"], length)
+        decoder = torch_models.AttnDecoderRNN(hidden, len(bundle["target_words"]),
+                                              config["dropout_p"], length)
     else:
-        decoder = BahdanauAttnDecoderRNN(hidden, len(bundle["target_words"]), config["dropout_p"])
+        decoder = torch_models.BahdanauAttnDecoderRNN(hidden, len(bundle["target_words"]),
+                                                      config["dropout_p"])
     for part, module in (("encoder", encoder), ("decoder", decoder)):
         load_strictly(module, bundle[part], f"the {part} state dict", "tutorial's", path)
     return encoder.eval(), decoder.eval()
@@ -990,11 +953,16 @@ def main(argv):
     command = commands.add_parser("translate", help="greedy translation of stdin in PyTorch")
     command.add_argument("source")
     arguments = parser.parse_args(argv)
-    if torch is None:
-        print("error: torch is not installed for this interpreter; on Debian: "
-              "apt-get install python3-torch", file=sys.stderr)
-        return 2
     try:
+        # The paths first, then PyTorch: a wrong one is refused at once.
+        if arguments.command == "to-torch":
+            check_regular(arguments.checkpoint, "checkpoint")
+            check_writable(arguments.out)
+        else:
+            check_regular(arguments.source, "torch.save bundle")
+            if arguments.command == "from-torch":
+                check_writable(arguments.out)
+        import_torch()
         if arguments.command == "to-torch":
             to_torch(arguments.checkpoint, arguments.out)
         elif arguments.command == "from-torch":

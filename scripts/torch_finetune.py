@@ -45,7 +45,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch_bridge  # noqa: E402  (the bundle's checks, atomic writes)
 from torch_bridge import BridgeError, shown  # noqa: E402
 
-torch = torch_bridge.torch
+# PyTorch, imported once the command line and the paths have passed their
+# checks (use_torch): importing it takes about 1.5 s.
+torch = None
 MAX_PROCESSES = 64
 MAX_NODES = 1024
 
@@ -108,10 +110,16 @@ def digest(model):
     return hasher.hexdigest()
 
 
+def use_torch():
+    global torch
+    torch = torch_bridge.import_torch()
+
+
 # --------------------------------------------------------------- one process
 
 def worker(local_rank, job):
     """One process of the job: rank node_rank · nproc + local_rank of world_size."""
+    use_torch()  # a spawned process imports this file afresh
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel
 
@@ -295,20 +303,19 @@ def main(argv):
     parser.add_argument("--master-port", type=bounded(int, 1, 65535),
                         help="node 0's port (default: a free one; required with --nnodes > 1)")
     arguments = parser.parse_args(argv)
-    if torch is None:
-        print("error: torch is not installed for this interpreter; on Debian: "
-              "apt-get install python3-torch", file=sys.stderr)
-        return 2
     if arguments.node_rank >= arguments.nnodes:
         parser.error(f"--node-rank {arguments.node_rank} must be below --nnodes "
                      f"{arguments.nnodes}")
     try:
-        job = prepare(arguments)
-        # The output folder is checked now, not after the training.
+        # The paths first (the output's folder now, not after the training),
+        # then PyTorch and the bundle.
+        torch_bridge.check_regular(arguments.source, "torch.save bundle")
         folder = os.path.dirname(os.path.abspath(arguments.out))
         if not os.path.isdir(folder) or os.path.isdir(arguments.out):
             raise BridgeError(f"cannot write {shown(arguments.out, 300)}: name a file in an "
                               "existing folder")
+        use_torch()
+        job = prepare(arguments)
     except BridgeError as error:
         print(f"error: {error.args[0]}", file=sys.stderr)
         return 2

@@ -1,7 +1,9 @@
-"""PyTorch modules for the batched Bahdanau and Transformer recipes of `translate`.
+"""PyTorch modules for the three recipes of `translate`.
 
 scripts/torch_bridge.py loads the state dicts of its bundles into these
-classes with strict=True; scripts/torch_finetune.py trains them. Their layout
+classes with strict=True; scripts/torch_finetune.py trains the batched and
+Transformer ones. The tutorial recipe's are the PyTorch tutorial's, at the
+end of the file. The batched and Transformer modules' layout
 and parameter names are those of d2l.ai's PyTorch recipes ("Bahdanau
 Attention" §11.4: Seq2SeqEncoder, Seq2SeqAttentionDecoder with
 AdditiveAttention; "Transformer" §11.7: TransformerEncoder,
@@ -343,3 +345,76 @@ class Transformer(nn.Module):
 
 
 MODELS = {"batched": BatchedSeq2Seq, "transformer": Transformer}
+
+
+# ------------------------------------------------------------------ the tutorial recipe
+# The PyTorch tutorial "NLP From Scratch: Translation with a Sequence to
+# Sequence Network and Attention" (EncoderRNN, AttnDecoderRNN; the newer
+# version's BahdanauAttention): one word per call, as the tutorial runs them.
+
+class EncoderRNN(nn.Module):
+    """The tutorial's encoder: an embedding and a one-layer GRU, one word per call."""
+
+    def __init__(self, input_size, hidden_size):
+        super().__init__()
+        self.hidden_size = hidden_size
+        self.embedding = nn.Embedding(input_size, hidden_size)
+        self.gru = nn.GRU(hidden_size, hidden_size)
+
+    def forward(self, input, hidden):  # input: one id; hidden (1,1,H)
+        embedded = self.embedding(input).view(1, 1, -1)
+        return self.gru(embedded, hidden)
+
+class AttnDecoderRNN(nn.Module):
+    """The tutorial's decoder: attention weights from a Linear over L positions."""
+
+    def __init__(self, hidden_size, output_size, dropout_p=0.1, max_length=10):
+        super().__init__()
+        self.max_length = max_length
+        self.embedding = nn.Embedding(output_size, hidden_size)
+        self.attn = nn.Linear(hidden_size * 2, max_length)
+        self.attn_combine = nn.Linear(hidden_size * 2, hidden_size)
+        self.dropout = nn.Dropout(dropout_p)
+        self.gru = nn.GRU(hidden_size, hidden_size)
+        self.out = nn.Linear(hidden_size, output_size)
+
+    # input: one id, hidden (1,1,H), encoder_outputs (L,H) -> (1,V), (1,1,H), (1,L)
+    def forward(self, input, hidden, encoder_outputs, source_length):
+        embedded = self.dropout(self.embedding(input).view(1, 1, -1))
+        weights = F.softmax(self.attn(torch.cat((embedded[0], hidden[0]), 1)), dim=1)
+        applied = torch.bmm(weights.unsqueeze(0), encoder_outputs.unsqueeze(0))
+        output = F.relu(self.attn_combine(torch.cat((embedded[0], applied[0]), 1)).unsqueeze(0))
+        output, hidden = self.gru(output, hidden)
+        return F.log_softmax(self.out(output[0]), dim=1), hidden, weights
+
+class BahdanauAttention(nn.Module):
+    """The newer tutorial's additive attention: Va·tanh(Wa·query + Ua·keys)."""
+
+    def __init__(self, hidden_size):
+        super().__init__()
+        self.Wa = nn.Linear(hidden_size, hidden_size)
+        self.Ua = nn.Linear(hidden_size, hidden_size)
+        self.Va = nn.Linear(hidden_size, 1)
+
+    def forward(self, query, keys):  # (1,1,H), (1,S,H) -> (1,1,H), (1,1,S)
+        scores = self.Va(torch.tanh(self.Wa(query) + self.Ua(keys))).squeeze(2).unsqueeze(1)
+        weights = F.softmax(scores, dim=-1)
+        return torch.bmm(weights, keys), weights
+
+class BahdanauAttnDecoderRNN(nn.Module):
+    """The newer tutorial's AttnDecoderRNN (its forward_step, one word per call)."""
+
+    def __init__(self, hidden_size, output_size, dropout_p=0.1):
+        super().__init__()
+        self.embedding = nn.Embedding(output_size, hidden_size)
+        self.attention = BahdanauAttention(hidden_size)
+        self.gru = nn.GRU(2 * hidden_size, hidden_size, batch_first=True)
+        self.out = nn.Linear(hidden_size, output_size)
+        self.dropout = nn.Dropout(dropout_p)
+
+    def forward(self, input, hidden, encoder_outputs, source_length):
+        embedded = self.dropout(self.embedding(input).view(1, 1, -1))
+        keys = encoder_outputs[:source_length].unsqueeze(0)  # the real positions only
+        context, weights = self.attention(hidden.permute(1, 0, 2), keys)
+        output, hidden = self.gru(torch.cat((embedded, context), dim=2), hidden)
+        return F.log_softmax(self.out(output[0]), dim=1), hidden, weights

@@ -23,6 +23,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "scripts"
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 import torch_bridge  # noqa: E402
+import torch_models  # noqa: E402
 
 
 def tensor(entry):
@@ -70,12 +71,12 @@ def seq2seq(problem):
     """The tutorial's step on one pair with teacher forcing: L = Σ_t −log p(target_t)."""
     hidden_size, max_length = problem["hidden_size"], problem["max_length"]
     kind = problem["decoder"]
-    encoder = torch_bridge.EncoderRNN(problem["source_vocabulary"], hidden_size).double()
+    encoder = torch_models.EncoderRNN(problem["source_vocabulary"], hidden_size).double()
     if kind == "location":
-        decoder = torch_bridge.AttnDecoderRNN(hidden_size, problem["target_vocabulary"], 0.0,
+        decoder = torch_models.AttnDecoderRNN(hidden_size, problem["target_vocabulary"], 0.0,
                                               max_length).double()
     else:
-        decoder = torch_bridge.BahdanauAttnDecoderRNN(hidden_size, problem["target_vocabulary"],
+        decoder = torch_models.BahdanauAttnDecoderRNN(hidden_size, problem["target_vocabulary"],
                                                       0.0).double()
     modules = {"encoder": (encoder, torch_bridge.ENCODER_NAMES),
                "decoder": (decoder, torch_bridge.decoder_names(kind))}

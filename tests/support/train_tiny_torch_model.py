@@ -15,6 +15,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "scripts"))
 import torch  # noqa: E402
 import torch_bridge  # noqa: E402
+import torch_models  # noqa: E402
 
 PAIRS = [("je suis fatigue .", "i am tired ."), ("il est grand .", "he is tall ."),
          ("je suis grand .", "i am tall ."), ("il est fatigue .", "he is tired .")]
@@ -25,8 +26,8 @@ def main(out):
     torch.manual_seed(5)
     source_words = torch_bridge.SPECIALS + ["je", "suis", "fatigue", ".", "il", "est", "grand"]
     target_words = torch_bridge.SPECIALS + ["i", "am", "tired", ".", "he", "is", "tall"]
-    encoder = torch_bridge.EncoderRNN(len(source_words), HIDDEN)
-    decoder = torch_bridge.AttnDecoderRNN(HIDDEN, len(target_words), 0.1, MAX_LENGTH)
+    encoder = torch_models.EncoderRNN(len(source_words), HIDDEN)
+    decoder = torch_models.AttnDecoderRNN(HIDDEN, len(target_words), 0.1, MAX_LENGTH)
     optimizer = torch.optim.SGD(list(encoder.parameters()) + list(decoder.parameters()), lr=0.05)
     for step in range(STEPS):
         source, target = PAIRS[step % len(PAIRS)]
