@@ -11,8 +11,9 @@ set -euo pipefail
 
 ATTOGRAD_PACKAGES=(cmake g++ make pkg-config libxsimd-dev xtl-dev libfmt-dev catch2
                    nlohmann-json3-dev libutf8proc-dev libexpat1-dev)
-# scripts/fuzz.sh adds these: libFuzzer and the sanitizer runtimes come with clang.
-ATTOGRAD_FUZZ_PACKAGES=(clang-14 libclang-rt-14-dev)
+# scripts/fuzz.sh adds these: libFuzzer and the sanitizer runtimes come with
+# clang; llvm-14 has the symbolizer that puts file and line in a report.
+ATTOGRAD_FUZZ_PACKAGES=(clang-14 libclang-rt-14-dev llvm-14)
 
 # The PyTorch bridge's tests ([torch], [torch-double]) and scripts/torch_*.py
 # need these; .ci/run installs them (attograd_install_torch).
@@ -40,7 +41,14 @@ attograd_install() {
     fi
   fi
   "${runner[@]}" apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive "${runner[@]}" apt-get install -y -qq "${missing[@]}" >/dev/null
+  # Without the packages' recommendations: the lists above name what the
+  # project uses. For PyTorch they add 54 packages (libtorch-dev's 8,198
+  # headers among them), for Chromium 105 (systemd, CUPS, Perl), by
+  # `apt-get -s` against a fresh Debian 12 machine's package list; a headless
+  # Chromium run of scripts/check_reports.sh and the bridge's commands under
+  # strace opened none of their files.
+  DEBIAN_FRONTEND=noninteractive "${runner[@]}" apt-get install -y -qq --no-install-recommends \
+    "${missing[@]}" >/dev/null
 }
 
 attograd_install_packages() { attograd_install "${ATTOGRAD_PACKAGES[@]}"; }

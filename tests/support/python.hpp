@@ -28,7 +28,8 @@ inline bool torch_installed() {
     const char* required = std::getenv("ATTOGRAD_REQUIRE_TORCH");
     if (required != nullptr && std::string(required) == "1") {
       FAIL(
-          "torch not installed (/usr/bin/python3 has no torch package) and ATTOGRAD_REQUIRE_TORCH=1 "
+          "torch not installed (/usr/bin/python3 has no torch package) and "
+          "ATTOGRAD_REQUIRE_TORCH=1 "
           "forbids skipping: install it with `source scripts/setup.sh; attograd_install_torch`");
     }
     WARN("skipped: torch not installed (/usr/bin/python3 has no torch package)");
