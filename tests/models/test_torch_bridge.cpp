@@ -56,6 +56,23 @@ ProgramRun python(const std::vector<std::string>& arguments, const TemporaryFold
   return result;
 }
 
+// Each (arguments, expected) run of `script` exits 2 with one error line
+// that holds `expected`.
+using Refusals = std::vector<std::pair<std::vector<std::string>, std::string>>;
+void require_refusals(const std::filesystem::path& script, const Refusals& refusals,
+                      const TemporaryFolder& scratch) {
+  for (const auto& [arguments, expected] : refusals) {
+    std::vector<std::string> command = {script.string()};
+    command.insert(command.end(), arguments.begin(), arguments.end());
+    std::string shown = script.filename().string();
+    for (const std::string& argument : arguments) shown += " " + argument;
+    INFO(shown);
+    const ProgramRun refused = run_program(kPython, command, scratch.path);
+    require_one_line_error(refused);
+    CHECK(refused.err.find(expected) != std::string::npos);
+  }
+}
+
 // Sentences over the tiny vocabulary, one a line (already normalised).
 const std::vector<std::string> kSentences = {"je suis fatigue .", "il est grand .",
                                              "je suis grand .", "il est fatigue .", "je ."};
@@ -291,7 +308,7 @@ TEST_CASE("torch_bridge: only regular files are read, and OUT must be a file in 
   const auto [checkpoint, bundle] = tiny_pair(DecoderKind::bahdanau, scratch);
   const auto fifo = scratch.path / "fifo";
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
-  const std::vector<std::pair<std::vector<std::string>, std::string>> refusals = {
+  const Refusals refusals = {
       {{"to-torch", "/dev/zero", "out.pt"}, "/dev/zero: a device, not a regular file"},
       {{"from-torch", "/dev/zero", "out.safetensors"}, "/dev/zero: a device, not a regular file"},
       {{"to-torch", fifo.string(), "out.pt"}, "fifo: a FIFO, not a regular file"},
@@ -303,14 +320,7 @@ TEST_CASE("torch_bridge: only regular files are read, and OUT must be a file in 
       {{"from-torch", bundle.string(), scratch.path.string()}, "it is a folder; name a file"},
       {{"to-torch", checkpoint.string()}, "the following arguments are required: out"},
   };
-  for (const auto& [arguments, expected] : refusals) {
-    std::vector<std::string> command = {kBridge.string()};
-    command.insert(command.end(), arguments.begin(), arguments.end());
-    INFO(arguments.front() << " " << arguments[1]);
-    const ProgramRun refused = run_program(kPython, command, scratch.path);
-    require_one_line_error(refused);
-    CHECK(refused.err.find(expected) != std::string::npos);
-  }
+  require_refusals(kBridge, refusals, scratch);
   CHECK_FALSE(std::filesystem::exists(scratch.path / "out.pt"));
   CHECK_FALSE(std::filesystem::exists(scratch.path / "out.safetensors"));
 }
@@ -623,7 +633,7 @@ TEST_CASE("torch_finetune: bad input is one line and exit status 2, before any p
   if (!torch_installed()) return;
   const TemporaryFolder scratch("attograd_torch_finetune");
   const auto [checkpoint, tutorial_bundle] = tiny_pair(DecoderKind::location, scratch);
-  const std::vector<std::pair<std::vector<std::string>, std::string>> refusals = {
+  const Refusals refusals = {
       {{"missing.pt", "out.pt"}, "cannot read torch.save bundle missing.pt: No such file"},
       {{tutorial_bundle.string(), "out.pt"},
        "a tutorial-recipe bundle; torch_finetune.py fine-tunes"},
@@ -636,15 +646,7 @@ TEST_CASE("torch_finetune: bad input is one line and exit status 2, before any p
        "--node-rank 2 must be below --nnodes 2"},
       {{tutorial_bundle.string()}, "the following arguments are required: out"},
   };
-  for (const auto& [arguments, expected] : refusals) {
-    std::vector<std::string> command = {kFinetune.string()};
-    command.insert(command.end(), arguments.begin(), arguments.end());
-    INFO(arguments.front() << " " << (arguments.size() > 2 ? arguments[2] : ""));
-    const ProgramRun refused = run_program(kPython, command, scratch.path);
-    CHECK(refused.status == 2);
-    require_one_line_error(refused);
-    CHECK(refused.err.find(expected) != std::string::npos);
-  }
+  require_refusals(kFinetune, refusals, scratch);
   CHECK_FALSE(fs::exists(scratch.path / "out.pt"));
 }
 
