@@ -310,10 +310,7 @@ def main(argv):
         # The paths first (the output's folder now, not after the training),
         # then PyTorch and the bundle.
         torch_bridge.check_regular(arguments.source, "torch.save bundle")
-        folder = os.path.dirname(os.path.abspath(arguments.out))
-        if not os.path.isdir(folder) or os.path.isdir(arguments.out):
-            raise BridgeError(f"cannot write {shown(arguments.out, 300)}: name a file in an "
-                              "existing folder")
+        torch_bridge.check_writable(arguments.out)
         use_torch()
         job = prepare(arguments)
     except BridgeError as error:
