@@ -162,7 +162,7 @@ void register_rows_forward(real* out, real* weights, const real* scores, const r
   }
   for (int64_t r = 0; r < R; ++r) inverse[r] = Batch(xsimd::hadd(z[r].total()));
   for (int64_t r = 0; r < R; ++r) pooled_sum[r] = xsimd::hadd(pooled[r]);
-  for (int64_t r = 0; r < R; ++r) inverse[r] = Batch(real(1)) / inverse[r];
+  for (int64_t r = 0; r < R; ++r) inverse[r] = simd::div(Batch(real(1)), inverse[r]);
   for (int64_t r = 0; r < R; ++r) {
     for (int64_t i = 0; i < N; ++i) z[r].v[i] *= inverse[r];
     z[r].store(weights + (first_row + r) * shape.Tk, shape.last);

@@ -139,7 +139,7 @@ void with_batch_op(Binary op, Run&& run) {
       run([](Batch x, Batch y) { return x * y; });
       break;
     case Binary::div:
-      run([](Batch x, Batch y) { return x / y; });
+      run([](Batch x, Batch y) { return simd::div(x, y); });
       break;
   }
 }

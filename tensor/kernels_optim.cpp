@@ -51,10 +51,10 @@ void adam_step(real* p, real* m, real* v, const real* g, int64_t n, const AdamSt
     const Batch d = simd::fma(weight_decay, p_i, load(g + i));
     const Batch m_new = simd::fma(one_minus_beta1, d - m_i, m_i);
     const Batch v_new = simd::fma(beta2, load(v + i), one_minus_beta2 * d * d);
-    const Batch denominator = xsimd::sqrt(v_new) / sqrt_correction2 + eps;
+    const Batch denominator = simd::div(simd::sqrt(v_new), sqrt_correction2) + eps;
     m_new.store_unaligned(m + i);
     v_new.store_unaligned(v + i);
-    (p_i - step_size * m_new / denominator).store_unaligned(p + i);
+    (p_i - simd::div(step_size * m_new, denominator)).store_unaligned(p + i);
   }
   scalar::adam_step(p + i, m + i, v + i, g + i, n - i, step);
 }

@@ -128,7 +128,7 @@ inline void store_narrow(real* p, Double values) {
   }
 }
 
-inline Batch sigmoid(Batch x) { return Batch(real(1)) / (Batch(real(1)) + xsimd::exp(-x)); }
+inline Batch sigmoid(Batch x) { return simd::div(Batch(real(1)), Batch(real(1)) + xsimd::exp(-x)); }
 
 // ---- Ragged tails ---------------------------------------------------------
 // The last n % W values of a row fill only part of a batch. Rows are often

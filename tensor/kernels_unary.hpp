@@ -94,7 +94,7 @@ struct UnaryKernel<Unary::log> : UnaryKernelDefaults {
   static real backward(real dy, real x, real) { return dy / x; }
   template <typename B>
   static B backward_simd(B dy, B x, B) {
-    return dy / x;
+    return simd::div(dy, x);
   }
 };
 
@@ -108,12 +108,12 @@ struct UnaryKernel<Unary::sqrt> : UnaryKernelDefaults {
   static real forward(real x) { return std::sqrt(x); }
   template <typename B>
   static B forward_simd(B x) {
-    return xsimd::sqrt(x);
+    return simd::sqrt(x);
   }
   static real backward(real dy, real, real y) { return dy * real(0.5) / y; }
   template <typename B>
   static B backward_simd(B dy, B, B y) {
-    return dy * B(real(0.5)) / y;
+    return simd::div(dy * B(real(0.5)), y);
   }
 };
 
@@ -176,7 +176,7 @@ struct UnaryKernel<Unary::sigmoid> : UnaryKernelDefaults {
   static real forward(real x) { return real(1) / (real(1) + std::exp(-x)); }
   template <typename B>
   static B forward_simd(B x) {
-    return B(real(1)) / (B(real(1)) + xsimd::exp(-x));
+    return simd::div(B(real(1)), B(real(1)) + xsimd::exp(-x));
   }
   static real backward(real dy, real, real y) { return dy * y * (real(1) - y); }
   template <typename B>
@@ -219,7 +219,7 @@ struct UnaryKernel<Unary::softplus> : UnaryKernelDefaults {
   static real backward(real dy, real x, real) { return dy / (real(1) + std::exp(-x)); }
   template <typename B>
   static B backward_simd(B dy, B x, B) {
-    return dy / (B(real(1)) + xsimd::exp(-x));
+    return simd::div(dy, B(real(1)) + xsimd::exp(-x));
   }
 };
 

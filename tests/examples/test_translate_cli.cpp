@@ -217,8 +217,9 @@ TEST_CASE("translate: Ctrl-C saves a checkpoint and exits cleanly", "[translate]
   const fs::path data = small_data(scratch.path, 40);
   const fs::path out = scratch.path / "run";
   const fs::path log = scratch.path / "log.txt";
-  std::vector<std::string> arguments = quick_train(data, out, 1000000);
-  arguments.insert(arguments.begin(), kBinary.string());
+  std::vector<std::string> arguments = attograd::testing::program_command(kBinary);
+  const std::vector<std::string> flags = quick_train(data, out, 1000000);
+  arguments.insert(arguments.end(), flags.begin(), flags.end());
   const pid_t child = fork();
   REQUIRE(child >= 0);
   if (child == 0) {
@@ -228,7 +229,7 @@ TEST_CASE("translate: Ctrl-C saves a checkpoint and exits cleanly", "[translate]
     std::vector<char*> argv;
     for (std::string& argument : arguments) argv.push_back(argument.data());
     argv.push_back(nullptr);
-    ::execv(kBinary.c_str(), argv.data());
+    ::execvp(argv[0], argv.data());
     ::_exit(127);
   }
   // Wait until it is training (a progress line), then interrupt it.

@@ -68,6 +68,19 @@ inline std::vector<std::string> lines_of(const std::string& text) {
   return lines;
 }
 
+// The words that start a built program: the program itself, or, in a
+// cross-build, the emulator first (CMAKE_CROSSCOMPILING_EMULATOR, e.g.
+// qemu-aarch64; tests/CMakeLists.txt passes it as ATTOGRAD_TEST_EMULATOR).
+inline std::vector<std::string> program_command(const std::filesystem::path& binary) {
+  std::vector<std::string> words;
+#ifdef ATTOGRAD_TEST_EMULATOR
+  std::istringstream emulator(ATTOGRAD_TEST_EMULATOR);
+  for (std::string word; emulator >> word;) words.push_back(word);
+#endif
+  words.push_back(binary.string());
+  return words;
+}
+
 struct ProgramRun {
   int status = -1;  // the exit status, or -1 if the program did not exit normally
   std::string out;
@@ -86,7 +99,10 @@ inline ProgramRun run_program(const std::filesystem::path& binary,
   const std::filesystem::path in = scratch / "stdin.txt", out = scratch / "stdout.txt",
                               err = scratch / "stderr.txt";
   write_file(in, input);
-  std::string command = shell_quoted(binary.string());
+  std::string command;
+  for (const std::string& word : program_command(binary)) {
+    command.append(command.empty() ? "" : " ").append(shell_quoted(word));
+  }
   for (const std::string& argument : arguments) command.append(" ").append(shell_quoted(argument));
   command.append(" < ").append(shell_quoted(in.string()));
   command.append(" > ").append(shell_quoted(out.string()));
