@@ -54,6 +54,16 @@ attograd_install() {
 attograd_install_packages() { attograd_install "${ATTOGRAD_PACKAGES[@]}"; }
 attograd_install_torch() { attograd_install "${ATTOGRAD_TORCH_PACKAGES[@]}"; }
 
+# attograd_dispatch_line COMMAND...: prints the first line of the example
+# program that names the build's kernels ("avx512bw x16 float", "fma3+avx2
+# x8 float", "arm64+neon x4 float", "scalar float", …; docs/kernels.md),
+# e.g. `attograd_dispatch_line build/examples/autograd_basics`.
+attograd_dispatch_line() {
+  local out
+  out=$("$@" </dev/null)
+  head -1 <<<"$out"
+}
+
 attograd_build() {
   local source_dir build_dir build_type
   source_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

@@ -13,12 +13,9 @@ attograd_install_packages
 ATTOGRAD_CMAKE_ARGS="-DATTOGRAD_BUILD_BENCH=OFF ${ATTOGRAD_CMAKE_ARGS:-}" attograd_build
 build="${ATTOGRAD_BUILD_DIR:-build}"
 
-# The dispatch line: which kernels this build runs ("avx512bw x16 float",
-# "fma3+avx2 x8 float", "arm64+neon x4 float", "scalar float", …;
-# docs/kernels.md).
+# The dispatch line: which kernels this build runs.
 if [[ -x "$build/examples/autograd_basics" ]]; then
-  dispatch=$("$build/examples/autograd_basics" </dev/null)
-  head -1 <<<"$dispatch"
+  attograd_dispatch_line "$build/examples/autograd_basics"
 fi
 
 # CTest learns the test cases by asking each Catch binary for its list. A name

@@ -62,7 +62,6 @@ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release \
 cmake --build "$build" -j "$(nproc)" --target attograd_tests
 
 # The dispatch line: which kernels the ARM build runs.
-dispatch=$(qemu-aarch64 "$build/examples/autograd_basics" </dev/null)
-head -1 <<<"$dispatch"
+attograd_dispatch_line qemu-aarch64 "$build/examples/autograd_basics"
 
 ctest --test-dir "$build" --output-on-failure -j "$(nproc)" --timeout "${ATTOGRAD_QEMU_TIMEOUT:-600}"

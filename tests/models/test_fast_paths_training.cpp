@@ -53,12 +53,12 @@ struct TutorialRun {
   std::vector<Tensor> parameters;
 };
 
-// The tutorial recipe (H 256, SGD lr 0.01, teacher forcing 0.5, dropout 0.1)
-// for `iterations` iterations on the shipped data.
 // The fast path as shipped, the same without sentence products (every other
 // mechanism on), or the reference path.
 enum class Path { fast, fast_without_sentence_products, reference };
 
+// The tutorial recipe (H 256, SGD lr 0.01, teacher forcing 0.5, dropout 0.1)
+// for `iterations` iterations on the shipped data, on `path`.
 TutorialRun run_tutorial(const seq2seq::Corpus& corpus, seq2seq::DecoderKind decoder,
                          int64_t iterations, Path path) {
   std::optional<fast::ReferencePath> reference;
