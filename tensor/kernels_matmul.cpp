@@ -115,11 +115,10 @@ namespace {
 // c[i] = Σ_k a_i[k] · b_i[k] for `batches` pairs of K-vectors (a_i at a + i·a_step,
 // b_i likewise): a batch of (1,K) @ (K,1) products, attention pooling's
 // Σ_k α_k v_k. matmul_forward hands such a product to matvec_nt, so each is
-// summed exactly as matvec_nt sums one row (tensor/kernels_matvec.cpp): one
-// accumulator over the whole batches in order, its lanes summed as
-// reduce_sum's pairwise tree, then the last K mod W products one at a time.
-// Four dot products at a time, so four chains of dependent FMAs overlap
-// instead of waiting on one another.
+// summed exactly as matvec_nt sums one row (tensor/kernels_matvec.cpp):
+// dot_batches' four chains over the whole batches (tensor/kernels_simd.hpp),
+// the lanes summed as reduce_sum's pairwise tree, then the last K mod W
+// products one at a time.
 void batched_dots(real* c, const real* a, int64_t a_step, const real* b, int64_t b_step,
                   int64_t batches, int64_t K) {
   const int64_t k_full = K - K % W;
@@ -130,23 +129,10 @@ void batched_dots(real* c, const real* a, int64_t a_step, const real* b, int64_t
     for (int64_t k = k_full; k < K; ++k) total += w[k] * x[k];
     c[i] = total;
   };
-  int64_t i = 0;
-  for (; i + 4 <= batches; i += 4) {
-    std::array<Batch, 4> acc;
-    acc.fill(Batch(real(0)));
-    for (int64_t k = 0; k < k_full; k += W) {
-      for (int64_t r = 0; r < 4; ++r) {
-        acc[r] = simd::fma(load(b + (i + r) * b_step + k), load(a + (i + r) * a_step + k), acc[r]);
-      }
-    }
-    for (int64_t r = 0; r < 4; ++r) finish(i + r, acc[r]);
-  }
-  for (; i < batches; ++i) {
-    Batch acc(real(0));
-    for (int64_t k = 0; k < k_full; k += W) {
-      acc = simd::fma(load(b + i * b_step + k), load(a + i * a_step + k), acc);
-    }
-    finish(i, acc);
+  for (int64_t i = 0; i < batches; ++i) {
+    Batch sum;
+    dot_batches<1>(b + i * b_step, a + i * a_step, K, k_full, &sum);
+    finish(i, sum);
   }
 }
 

@@ -52,11 +52,11 @@ bool matvec_forward(real* c, const real* a, Layout a_layout, const real* b, Layo
 
 using namespace simd;
 
-// Every y[m][j] is one FMA chain over the full batches of k in order, its
-// lanes summed as reduce_sum's pairwise tree, then the k past the last full
-// batch (K mod W) added one at a time: one order for every entry, however
-// the rows are grouped below, so a row of x gives the same bits alone
-// (matvec_nt) or among others.
+// Every y[m][j] is dot_batches' four FMA chains over the full batches of k
+// (tensor/kernels_simd.hpp), their lanes summed as reduce_sum's pairwise
+// tree, then the k past the last full batch (K mod W) added one at a time:
+// one order for every entry, however the rows are grouped below, so a row of
+// x gives the same bits alone (matvec_nt) or among others.
 //
 // The W chains of one pass fill the W accumulators horizontal_sums reduces
 // together: R rows of w against G rows of x (R·G = W; G = 1 for one row of
@@ -82,13 +82,7 @@ void nt_block(real* y, int64_t ldy, const real* x, const real* w, int64_t ldw, i
   for (int64_t r = 0; r < R; ++r) {
     const real* row = w + (j0 + r) * ldw;
     Batch total[G];
-#pragma GCC unroll 16
-    for (int64_t g = 0; g < G; ++g) total[g] = Batch(real(0));
-    for (int64_t k = 0; k < k_full; k += W) {
-      const Batch weights = load(row + k);
-#pragma GCC unroll 16
-      for (int64_t g = 0; g < G; ++g) total[g] = simd::fma(weights, load(x + g * K + k), total[g]);
-    }
+    dot_batches<G>(row, x, K, k_full, total);
 #pragma GCC unroll 16
     for (int64_t g = 0; g < G; ++g) acc[g * R + r] = total[g];
   }
@@ -107,9 +101,9 @@ void nt_block(real* y, int64_t ldy, const real* x, const real* w, int64_t ldw, i
 void nt_single(real* y, const real* x, const real* w, int64_t ldw, int64_t K, int64_t j) {
   const real* row = w + j * ldw;
   const int64_t k_full = K - K % W;
-  Batch acc(real(0));
-  for (int64_t k = 0; k < k_full; k += W) acc = simd::fma(load(row + k), load(x + k), acc);
-  real total = reduce_sum(acc);
+  Batch sum;
+  dot_batches<1>(row, x, K, k_full, &sum);
+  real total = reduce_sum(sum);
   for (int64_t k = k_full; k < K; ++k) total += row[k] * x[k];
   y[j] = total;
 }
