@@ -9,7 +9,9 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
+#include <new>
 #include <numeric>
+#include <string>
 #include <vector>
 
 #include "attograd.hpp"
@@ -458,8 +460,6 @@ TEST_CASE("Dims keeps six entries inline and spills deeper lists to the heap", "
   CHECK(sum(t).item() == 0);
 }
 
-}  // namespace test_tensor
-
 TEST_CASE("a tensor too large to allocate throws Error naming its shape and bytes", "[tensor]") {
   // 2^40 elements: more than this machine's memory, refused before the
   // allocator is asked (so AddressSanitizer builds throw too, not abort).
@@ -478,3 +478,5 @@ TEST_CASE("a tensor too large to allocate throws Error naming its shape and byte
   }
   CHECK_FALSE(bad_alloc_escaped);
 }
+
+}  // namespace test_tensor
