@@ -1,6 +1,12 @@
 #include "tensor/tensor.hpp"
 
+#include <unistd.h>  // sysconf: the machine's memory
+
 #include <cstring>
+#include <limits>
+#include <new>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "tensor/fast/storage_cache.hpp"  // storage::allocate, storage::deallocate
@@ -23,12 +29,56 @@ Storage::~Storage() {
 
 // ---- Tensor --------------------------------------------------------------------
 
+namespace {
+
+// Bytes of physical memory (0 when the system does not say). A tensor larger
+// than this could never be filled, so it is refused before the allocator is
+// asked: with overcommit the allocator may say yes and the first write kill
+// the process, and AddressSanitizer aborts on such sizes instead of failing.
+uint64_t machine_memory_bytes() {
+  static const uint64_t bytes = [] {
+    const long pages = sysconf(_SC_PHYS_PAGES);
+    const long page_size = sysconf(_SC_PAGE_SIZE);
+    return pages > 0 && page_size > 0 ? uint64_t(pages) * uint64_t(page_size) : uint64_t(0);
+  }();
+  return bytes;
+}
+
+// "4398046511104 bytes (4096.0 GiB)", exact while the count fits in 64 bits.
+std::string bytes_text(uint64_t numel) {
+  const double gib = double(numel) * double(sizeof(real)) / double(uint64_t(1) << 30);
+  if (numel > std::numeric_limits<uint64_t>::max() / sizeof(real)) {
+    return fmt::format("{:.1f} GiB", gib);
+  }
+  return fmt::format("{} bytes ({:.1f} GiB)", numel * sizeof(real), gib);
+}
+
+[[noreturn]] void fail_allocation(const Shape& shape, uint64_t numel, std::string_view why) {
+  fail(
+      "allocating a tensor of shape {}: {} asked for, {}; use a smaller shape (a smaller size "
+      "flag, batch or model) or a machine with more memory",
+      shape, bytes_text(numel), why);
+}
+
+}  // namespace
+
 Tensor Tensor::empty(const Shape& shape) {
   for (int64_t size : shape) {
     check(size >= 0, "empty: shape {} has a negative size", shape);
   }
+  const uint64_t numel = static_cast<uint64_t>(shape.numel());  // throws on overflow
+  const uint64_t memory = machine_memory_bytes();
+  if (memory > 0 && numel > memory / sizeof(real)) {
+    fail_allocation(shape, numel,
+                    fmt::format("more than this machine's {:.1f} GiB of memory",
+                                double(memory) / double(uint64_t(1) << 30)));
+  }
   auto impl = make_object<TensorImpl>();
-  impl->storage = make_object<Storage>(shape.numel());
+  try {
+    impl->storage = make_object<Storage>(shape.numel());
+  } catch (const std::bad_alloc&) {
+    fail_allocation(shape, numel, "more than the system would give");
+  }
   impl->shape = shape;
   contiguous_strides(shape, impl->strides);  // in place: no copy of fresh stores to read back
   return Tensor(std::move(impl));

@@ -9,7 +9,9 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
+#include <new>
 #include <numeric>
+#include <string>
 #include <vector>
 
 #include "attograd.hpp"
@@ -456,6 +458,25 @@ TEST_CASE("Dims keeps six entries inline and spills deeper lists to the heap", "
   CHECK(t.shape().str() == "(1,2,1,2,1,2,1,2)");
   CHECK(t.strides().to_vector() == std::vector<int64_t>{16, 8, 8, 4, 4, 2, 2, 1});
   CHECK(sum(t).item() == 0);
+}
+
+TEST_CASE("a tensor too large to allocate throws Error naming its shape and bytes", "[tensor]") {
+  // 2^40 elements: more than this machine's memory, refused before the
+  // allocator is asked (so AddressSanitizer builds throw too, not abort).
+  const int64_t count = int64_t{1} << 40;
+  const std::string expected = fmt::format("allocating a tensor of shape ({}): {} bytes", count,
+                                           uint64_t(count) * sizeof(real));
+  CHECK_THROWS_WITH(zeros({count}), Catch::StartsWith(expected) &&
+                                        Catch::Contains("use a smaller shape"));
+  CHECK_THROWS_AS(Tensor::empty({count, 2}), Error);
+  bool bad_alloc_escaped = false;
+  try {
+    (void)ones({count});
+  } catch (const std::bad_alloc&) {
+    bad_alloc_escaped = true;
+  } catch (const Error&) {
+  }
+  CHECK_FALSE(bad_alloc_escaped);
 }
 
 }  // namespace test_tensor
