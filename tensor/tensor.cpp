@@ -32,8 +32,8 @@ Storage::~Storage() {
 namespace {
 
 // Bytes of physical memory (0 when the system does not say). A tensor larger
-// than this could never be filled, so it is refused before the allocator is
-// asked: with overcommit the allocator may say yes and the first write kill
+// than this could never be held in memory, so Tensor::empty throws before the
+// allocator is asked: with overcommit the allocator may say yes and the first write kill
 // the process, and AddressSanitizer aborts on such sizes instead of failing.
 uint64_t machine_memory_bytes() {
   static const uint64_t bytes = [] {
