@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "tensor/kernels.hpp"
+#include "tensor/kernels_dot.hpp"
 #include "tensor/kernels_gemm.hpp"
 #include "tensor/kernels_matvec.hpp"
 #include "tensor/kernels_simd.hpp"
@@ -116,23 +117,20 @@ namespace {
 // b_i likewise): a batch of (1,K) @ (K,1) products, attention pooling's
 // Σ_k α_k v_k. matmul_forward hands such a product to matvec_nt, so each is
 // summed exactly as matvec_nt sums one row (tensor/kernels_matvec.cpp):
-// dot_batches' four chains over the whole batches (tensor/kernels_simd.hpp),
+// dot_batches' four chains over the whole batches (tensor/kernels_dot.hpp),
 // the lanes summed as reduce_sum's pairwise tree, then the last K mod W
 // products one at a time.
 void batched_dots(real* c, const real* a, int64_t a_step, const real* b, int64_t b_step,
                   int64_t batches, int64_t K) {
   const int64_t k_full = K - K % W;
-  auto finish = [&](int64_t i, Batch acc) {
+  for (int64_t i = 0; i < batches; ++i) {
     const real* x = a + i * a_step;
     const real* w = b + i * b_step;
-    real total = reduce_sum(acc);
+    Batch sum;
+    dot_batches<1>(w, x, K, k_full, &sum);
+    real total = reduce_sum(sum);
     for (int64_t k = k_full; k < K; ++k) total += w[k] * x[k];
     c[i] = total;
-  };
-  for (int64_t i = 0; i < batches; ++i) {
-    Batch sum;
-    dot_batches<1>(b + i * b_step, a + i * a_step, K, k_full, &sum);
-    finish(i, sum);
   }
 }
 

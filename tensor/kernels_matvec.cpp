@@ -4,6 +4,7 @@
 
 #include <array>
 
+#include "tensor/kernels_dot.hpp"
 #include "tensor/kernels_simd.hpp"
 
 namespace attograd::kernels {
@@ -53,7 +54,7 @@ bool matvec_forward(real* c, const real* a, Layout a_layout, const real* b, Layo
 using namespace simd;
 
 // Every y[m][j] is dot_batches' four FMA chains over the full batches of k
-// (tensor/kernels_simd.hpp), their lanes summed as reduce_sum's pairwise
+// (tensor/kernels_dot.hpp), their lanes summed as reduce_sum's pairwise
 // tree, then the k past the last full batch (K mod W) added one at a time:
 // one order for every entry, however the rows are grouped below, so a row of
 // x gives the same bits alone (matvec_nt) or among others.

@@ -31,17 +31,29 @@ Storage::~Storage() {
 
 namespace {
 
-// Bytes of physical memory (0 when the system does not say). A tensor larger
-// than this could never be held in memory, so Tensor::empty throws before the
-// allocator is asked: with overcommit the allocator may say yes and the first write kill
-// the process, and AddressSanitizer aborts on such sizes instead of failing.
-uint64_t machine_memory_bytes() {
-  static const uint64_t bytes = [] {
+// The most elements a tensor may have: as many as fill the machine's physical
+// memory (no limit when the system does not say), read once. A tensor larger
+// than that could never be held in memory, so Tensor::empty throws before the
+// allocator is asked: with overcommit the allocator may say yes and the first
+// write kill the process, and AddressSanitizer aborts on such sizes instead
+// of failing.
+struct MemoryLimit {
+  uint64_t bytes = 0;  // 0: unknown
+  uint64_t elements = std::numeric_limits<uint64_t>::max();
+};
+
+const MemoryLimit& memory_limit() {
+  static const MemoryLimit limit = [] {
     const long pages = sysconf(_SC_PHYS_PAGES);
     const long page_size = sysconf(_SC_PAGE_SIZE);
-    return pages > 0 && page_size > 0 ? uint64_t(pages) * uint64_t(page_size) : uint64_t(0);
+    MemoryLimit known;
+    if (pages > 0 && page_size > 0) {
+      known.bytes = uint64_t(pages) * uint64_t(page_size);
+      known.elements = known.bytes / sizeof(real);
+    }
+    return known;
   }();
-  return bytes;
+  return limit;
 }
 
 // "4398046511104 bytes (4096.0 GiB)", exact while the count fits in 64 bits.
@@ -66,18 +78,18 @@ Tensor Tensor::empty(const Shape& shape) {
   for (int64_t size : shape) {
     check(size >= 0, "empty: shape {} has a negative size", shape);
   }
-  const uint64_t numel = static_cast<uint64_t>(shape.numel());  // throws on overflow
-  const uint64_t memory = machine_memory_bytes();
-  if (memory > 0 && numel > memory / sizeof(real)) {
-    fail_allocation(shape, numel,
+  const int64_t numel = shape.numel();  // throws on overflow
+  const MemoryLimit& limit = memory_limit();
+  if (uint64_t(numel) > limit.elements) {
+    fail_allocation(shape, uint64_t(numel),
                     fmt::format("more than this machine's {:.1f} GiB of memory",
-                                double(memory) / double(uint64_t(1) << 30)));
+                                double(limit.bytes) / double(uint64_t(1) << 30)));
   }
   auto impl = make_object<TensorImpl>();
   try {
-    impl->storage = make_object<Storage>(shape.numel());
+    impl->storage = make_object<Storage>(numel);
   } catch (const std::bad_alloc&) {
-    fail_allocation(shape, numel, "more than the system would give");
+    fail_allocation(shape, uint64_t(numel), "more than the system would give");
   }
   impl->shape = shape;
   contiguous_strides(shape, impl->strides);  // in place: no copy of fresh stores to read back

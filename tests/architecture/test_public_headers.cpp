@@ -19,6 +19,8 @@ namespace {
 const std::set<std::string> kInternalHeaders = {
     "tensor/xsimd.hpp",          // needs xsimd, which only the library's sources use; not installed
     "tensor/kernels_simd.hpp",   // the kernels' SIMD helpers, on xsimd; not installed
+    "tensor/kernels_dot.hpp",    // a one-row product's summation order, on kernels_simd.hpp; not
+                                 // installed
     "tensor/kernels_unary.hpp",  // the unary kernels' formulas, on xsimd; not installed
     "tensor/kernels_gemm.hpp",   // the packed product behind kernels.hpp's matmul_forward and
                                  // bmm_forward

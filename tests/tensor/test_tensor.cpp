@@ -466,8 +466,8 @@ TEST_CASE("a tensor too large to allocate throws Error naming its shape and byte
   const int64_t count = int64_t{1} << 40;
   const std::string expected = fmt::format("allocating a tensor of shape ({}): {} bytes", count,
                                            uint64_t(count) * sizeof(real));
-  CHECK_THROWS_WITH(zeros({count}), Catch::StartsWith(expected) &&
-                                        Catch::Contains("use a smaller shape"));
+  CHECK_THROWS_WITH(zeros({count}),
+                    Catch::StartsWith(expected) && Catch::Contains("use a smaller shape"));
   CHECK_THROWS_AS(Tensor::empty({count, 2}), Error);
   bool bad_alloc_escaped = false;
   try {
