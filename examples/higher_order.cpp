@@ -37,6 +37,7 @@
 #include "examples/common/cli.hpp"
 #include "examples/common/inspect_tools.hpp"
 #include "examples/common/output_folder.hpp"
+#include "examples/common/paths_apart.hpp"
 #include "models/nw_regression/nw_regression.hpp"
 #include "plot/svg_plot.hpp"
 #include "tensor/atomic_file.hpp"
@@ -45,6 +46,9 @@
 using namespace attograd;
 
 namespace {
+
+// The picture the program writes into --out.
+constexpr const char* kPictureName = "newton_vs_sgd.svg";
 
 // The limits of the flags that count work: 1000 times the defaults and more,
 // so no real run meets them, and a mistyped 2000000000 is refused instead of
@@ -511,6 +515,10 @@ void print_json_summary(const Flags& flags, const HvpResult& hvp, const HessianR
 
 int run(const Flags& flags) {
   const std::filesystem::path out = flags.out;
+  cli::PathsApart paths;  // before any work: the picture and --dot's files are three files
+  paths.writes("--out", out / kPictureName);
+  cli::add_dot_outputs(paths, flags.dot);
+  paths.check();
   cli::prepare_output_folder("--out", out);  // before any work: fail fast
 
   Generator generator(static_cast<uint64_t>(flags.seed));
@@ -521,18 +529,17 @@ int run(const Flags& flags) {
   const PenaltyResult penalty{train_with_penalty(flags, 0.0),
                               train_with_penalty(flags, flags.penalty)};
 
-  const std::string picture_name = "newton_vs_sgd.svg";
   const std::string svg = newton_chart(flags, newton).to_svg();  // drawn before anything is written
   cli::OutputSet set(out);
-  write_file_atomically(set.staged(picture_name), svg);
+  write_file_atomically(set.staged(kPictureName), svg);
   set.commit();
   if (!flags.dot.empty())
     cli::write_graph_files(flags.dot, gradient_graph, flags.json ? std::cerr : std::cout);
 
   if (flags.json) {
-    print_json_summary(flags, hvp, hessian, newton, penalty, out / picture_name);
+    print_json_summary(flags, hvp, hessian, newton, penalty, out / kPictureName);
   } else {
-    print_report(flags, hvp, hessian, newton, penalty, out / picture_name);
+    print_report(flags, hvp, hessian, newton, penalty, out / kPictureName);
   }
   return 0;
 }

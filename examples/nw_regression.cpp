@@ -36,6 +36,7 @@
 #include "examples/common/inspect_tools.hpp"
 #include "examples/common/interrupt.hpp"
 #include "examples/common/output_folder.hpp"
+#include "examples/common/paths_apart.hpp"
 #include "examples/common/run_report.hpp"
 #include "plot/svg_plot.hpp"
 #include "tensor/atomic_file.hpp"
@@ -443,6 +444,10 @@ void print_report(const Flags& flags, const ExperimentResult& result, std::size_
 
 int run_once(const Flags& given) {
   const std::filesystem::path out = given.out;
+  cli::PathsApart paths;  // the pictures, the page and --dot's files: no two are one file
+  paths.writes_matching("--out", out, "nw_*.svg").writes("--out", out / "report.html");
+  cli::add_dot_outputs(paths, given.inspect.dot);
+  paths.check();
   cli::prepare_output_folder("--out", out);
 
   cli::InspectSession inspect(given.inspect);  // the graph of the first epoch's step

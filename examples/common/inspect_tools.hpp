@@ -24,6 +24,7 @@
 #include "attograd.hpp"
 #include "autograd/inspect/graph_picture.hpp"
 #include "examples/common/cli.hpp"
+#include "examples/common/paths_apart.hpp"
 #include "plot/svg_graph.hpp"
 #include "tensor/atomic_file.hpp"
 #include "tensor/printable.hpp"
@@ -55,6 +56,13 @@ inline void declare_inspect_flags(Parser& parser, InspectFlags& flags, bool tool
 inline std::filesystem::path svg_path_for(const std::filesystem::path& dot) {
   return dot.extension() == ".dot" ? std::filesystem::path(dot).replace_extension(".svg")
                                    : std::filesystem::path(dot.string() + ".svg");
+}
+
+// The files --dot FILE writes (FILE and its SVG), for the program's
+// PathsApart; none when `dot` is "".
+inline void add_dot_outputs(PathsApart& paths, const std::string& dot) {
+  if (dot.empty()) return;
+  paths.writes("--dot", dot).writes("--dot", svg_path_for(dot));
 }
 
 // Writes `picture` as DOT text to `path` and as SVG beside it (both

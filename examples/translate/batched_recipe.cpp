@@ -19,6 +19,7 @@
 #include "autograd/inspect/graph_picture.hpp"
 #include "examples/common/divergence.hpp"
 #include "examples/common/output_folder.hpp"
+#include "examples/common/paths_apart.hpp"
 #include "examples/translate/batched_checkpoint.hpp"
 #include "examples/translate/batched_resume.hpp"
 #include "examples/translate/report_parts.hpp"
@@ -419,6 +420,23 @@ void check_attention_sentence(const std::string& sentence) {
         sentence);
 }
 
+void check_train_paths_apart(const TrainPaths& paths) {
+  cli::PathsApart apart;
+  apart
+      .reads(paths.data_from_checkpoint ? "the data file of --resume's checkpoint" : "--data",
+             paths.data)
+      .reads("--resume", paths.resume)
+      .writes_next("--out", paths.out / kCheckpointName, "--resume")
+      .writes("--out", paths.out / "loss.svg")
+      .writes("--out", paths.out / "report.html");
+  if (paths.pictures_pattern.empty()) {
+    apart.writes("--out", paths.pictures);
+  } else {
+    apart.writes_matching("--out", paths.pictures, paths.pictures_pattern);
+  }
+  apart.check();
+}
+
 void finish_training(BatchedTranslator& model, const text::PairSet& set,
                      const text::BatchedData& data, const TrainingReport& report,
                      const TrainOutputs& outputs, std::ostream& out) {
@@ -489,6 +507,12 @@ int run_batched_train(const BatchedTrainFlags& given) {
 
   // Everything that can fail on bad input happens before anything is written,
   // and the output folder is known to be writable before training starts.
+  check_train_paths_apart({.data = flags.data,
+                           .data_from_checkpoint = resumed && !given.given.contains("data"),
+                           .resume = flags.resume,
+                           .out = flags.out,
+                           .pictures = fs::path(flags.out) / "attention.svg",
+                           .pictures_pattern = ""});
   check_attention_sentence(flags.attention_sentence);
   const text::PairSet set = read_data(flags.data, flags.direction);
   text::require_pairs(set.pairs, set.report, "to train on");
@@ -612,6 +636,8 @@ int translate_lines(BatchedTranslator& model, const text::Vocabulary& source_voc
 
 int run_batched_translate(const BatchedTranslateFlags& flags, std::istream& in, std::ostream& out,
                           std::ostream& err) {
+  translate_report::check_paths_apart(
+      {.checkpoint = flags.checkpoint, .attention = flags.attention, .report = flags.report});
   const CheckpointInfo info = read_checkpoint_info(flags.checkpoint);
   const std::unique_ptr<BatchedSeq2Seq> model = load_model(flags.checkpoint, info);
   return translate_lines(

@@ -222,6 +222,21 @@ std::string threads_text(int64_t replicas);
 // Throws unless the sentence has a word to translate.
 void check_attention_sentence(const std::string& sentence);
 
+// The files a batched or Transformer training run reads and writes.
+struct TrainPaths {
+  std::string data;                   // the pairs file
+  bool data_from_checkpoint = false;  // --data left out with --resume: the checkpoint names it
+  std::string resume;                 // --resume, or ""
+  std::filesystem::path out;          // --out
+  std::filesystem::path pictures;     // the attention picture in --out, or the folder of them
+  std::string pictures_pattern;       // the pictures' names in that folder; "" for one file
+};
+// Before any work: nothing train writes into --out (the checkpoint, loss.svg,
+// report.html, the pictures) is the data file, the checkpoint resumed (the
+// new checkpoint excepted: it continues that one) or another output
+// (cli::PathsApart); UsageError naming both otherwise.
+void check_train_paths_apart(const TrainPaths& paths);
+
 // How train_reporting_progress reports and saves.
 struct TrainingSession {
   int64_t print_every = 10;      // epochs per progress line

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "examples/common/output_folder.hpp"
+#include "examples/common/paths_apart.hpp"
 #include "models/text/normalize.hpp"
 
 namespace attograd::translate_report {
@@ -39,6 +40,14 @@ cli::ReportAttention decoder_attention(const translation::SentenceTranslation& t
 void prepare_report_folder(const std::string& file) {
   const std::filesystem::path parent = std::filesystem::path(file).parent_path();
   cli::prepare_output_folder("--report", parent.empty() ? std::filesystem::path(".") : parent);
+}
+
+void check_paths_apart(const TranslatePaths& paths) {
+  cli::PathsApart apart;
+  apart.reads("--checkpoint", paths.checkpoint)
+      .writes_matching("--attention", paths.attention, "attention_*.svg")
+      .writes("--report", paths.report)
+      .check();
 }
 
 }  // namespace attograd::translate_report

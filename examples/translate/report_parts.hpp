@@ -29,4 +29,15 @@ cli::ReportAttention decoder_attention(const translation::SentenceTranslation& t
 // before any work.
 void prepare_report_folder(const std::string& file);
 
+// The files a translate command reads and writes ("" for a flag not given).
+struct TranslatePaths {
+  std::string checkpoint;  // --checkpoint, read
+  std::string attention;   // --attention, the folder of attention_<line>.svg
+  std::string report;      // --report, the page
+};
+
+// Before any work: neither output is the checkpoint, nor the other output
+// (cli::PathsApart); UsageError naming both flags otherwise.
+void check_paths_apart(const TranslatePaths& paths);
+
 }  // namespace attograd::translate_report

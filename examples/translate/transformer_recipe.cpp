@@ -18,6 +18,7 @@
 #include "examples/translate/batched_checkpoint.hpp"
 #include "examples/translate/batched_resume.hpp"
 #include "examples/translate/checkpoint_sizes.hpp"
+#include "examples/translate/report_parts.hpp"
 #include "examples/translate/size_limits.hpp"
 #include "models/transformer/transformer.hpp"
 #include "nn/checkpoint.hpp"
@@ -272,6 +273,12 @@ int run_transformer_train(const TransformerTrainFlags& given) {
     check_resume_epochs(given.resume, *resumed, flags.epochs);
   }
   use_threads(flags.threads, flags.replicas);
+  check_train_paths_apart({.data = flags.data,
+                           .data_from_checkpoint = resumed && !given.given.contains("data"),
+                           .resume = flags.resume,
+                           .out = flags.out,
+                           .pictures = fs::path(flags.out) / "attention",
+                           .pictures_pattern = "*_head*.svg"});
   check(flags.hidden % flags.heads == 0,
         "--heads {} does not divide --hidden {}; each head gets hidden / heads numbers",
         flags.heads, flags.hidden);
@@ -347,6 +354,8 @@ int run_transformer_train(const TransformerTrainFlags& given) {
 
 int run_transformer_translate(const TransformerTranslateFlags& flags, std::istream& in,
                               std::ostream& out, std::ostream& err) {
+  translate_report::check_paths_apart(
+      {.checkpoint = flags.checkpoint, .attention = flags.attention, .report = flags.report});
   const TransformerCheckpoint info = read_checkpoint(flags.checkpoint);
   const std::unique_ptr<Transformer> model = load_transformer(flags.checkpoint, info);
   return translate_lines(

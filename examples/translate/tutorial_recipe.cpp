@@ -225,6 +225,8 @@ int64_t warn_about_unread_words(const SentenceTranslation& translation, int64_t 
 }  // namespace
 
 int run_translate(const TranslateFlags& flags) {
+  translate_report::check_paths_apart(
+      {.checkpoint = flags.checkpoint, .attention = flags.attention, .report = flags.report});
   if (!flags.attention.empty()) cli::prepare_output_folder("--attention", flags.attention);
   if (!flags.report.empty()) translate_report::prepare_report_folder(flags.report);
   cli::RunReport report("translate translate");

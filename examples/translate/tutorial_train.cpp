@@ -20,6 +20,7 @@
 #include "examples/common/divergence.hpp"
 #include "examples/common/interrupt.hpp"
 #include "examples/common/output_folder.hpp"
+#include "examples/common/paths_apart.hpp"
 #include "examples/translate/tutorial_recipe.hpp"
 #include "models/seq2seq/corpus.hpp"
 #include "models/seq2seq/seq2seq.hpp"
@@ -167,6 +168,24 @@ struct OutputFiles {
   fs::path checkpoint;
   fs::path loss_curve;
 };
+
+// Checks, before any work, that no file the run writes is one it reads
+// (cli::PathsApart): the data, the checkpoint resumed, each other.
+void check_paths_apart(const TrainFlags& flags, const CorpusOptions& data) {
+  const fs::path folder = flags.out;
+  const bool data_from_checkpoint = !flags.resume.empty() && !flags.given.contains("data");
+  cli::PathsApart paths;
+  paths
+      .reads(data_from_checkpoint ? "the data file of --resume's checkpoint" : "--data",
+             data.path())
+      .reads("--resume", flags.resume)
+      .writes_next("--out", folder / kCheckpointName, "--resume")
+      .writes("--out", folder / "loss.svg")
+      .writes("--out", folder / "report.html")
+      .writes_matching("--out", folder, "attention_*.svg");
+  cli::add_dot_outputs(paths, flags.inspect.dot);
+  paths.check();
+}
 
 // Creates --out and checks it can be written, before any work.
 OutputFiles prepare_output(const std::string& out) {
@@ -381,6 +400,7 @@ int run_train(const TrainFlags& flags) {
     check_resume_flags(flags, *resumed);
   }
   const CorpusOptions data = corpus_options(flags, resumed);
+  check_paths_apart(flags, data);
   const Corpus corpus = load_corpus(data);
   print_skipped(std::cerr, corpus.report);
   print_corpus_summary(out, corpus);
