@@ -65,23 +65,36 @@ std::string bytes_text(uint64_t numel) {
   return fmt::format("{} bytes ({:.1f} GiB)", numel * sizeof(real), gib);
 }
 
-[[noreturn]] void fail_allocation(const Shape& shape, uint64_t numel, std::string_view why) {
+// The unqualified name of the function `caller` is in: "zeros" from
+// "attograd::Tensor attograd::zeros(const attograd::Shape&)".
+std::string_view function_name(const std::source_location& caller) {
+  std::string_view name = caller.function_name();
+  name = name.substr(0, name.find('('));
+  const size_t colon = name.rfind("::");
+  if (colon != std::string_view::npos) name.remove_prefix(colon + 2);
+  const size_t space = name.rfind(' ');
+  if (space != std::string_view::npos) name.remove_prefix(space + 1);
+  return name;
+}
+
+[[noreturn]] void fail_allocation(const Shape& shape, uint64_t numel,
+                                  const std::source_location& caller, std::string_view why) {
   fail(
-      "allocating a tensor of shape {}: {} asked for, {}; use a smaller shape (a smaller size "
-      "flag, batch or model) or a machine with more memory",
-      shape, bytes_text(numel), why);
+      "{}: allocating a tensor of shape {}: {} asked for, {}; use a smaller shape (a smaller "
+      "size flag, batch or model) or a machine with more memory",
+      function_name(caller), shape, bytes_text(numel), why);
 }
 
 }  // namespace
 
-Tensor Tensor::empty(const Shape& shape) {
+Tensor Tensor::empty(const Shape& shape, std::source_location caller) {
   for (int64_t size : shape) {
     check(size >= 0, "empty: shape {} has a negative size", shape);
   }
   const int64_t numel = shape.numel();  // throws on overflow
   const MemoryLimit& limit = memory_limit();
   if (uint64_t(numel) > limit.elements) {
-    fail_allocation(shape, uint64_t(numel),
+    fail_allocation(shape, uint64_t(numel), caller,
                     fmt::format("more than this machine's {:.1f} GiB of memory",
                                 double(limit.bytes) / double(uint64_t(1) << 30)));
   }
@@ -89,7 +102,7 @@ Tensor Tensor::empty(const Shape& shape) {
   try {
     impl->storage = make_object<Storage>(numel);
   } catch (const std::bad_alloc&) {
-    fail_allocation(shape, uint64_t(numel), "more than the system would give");
+    fail_allocation(shape, uint64_t(numel), caller, "more than the system would give");
   }
   impl->shape = shape;
   contiguous_strides(shape, impl->strides);  // in place: no copy of fresh stores to read back

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <source_location>
 #include <string>
 #include <vector>
 
@@ -66,7 +67,11 @@ class Tensor {
   explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
 
   // A new contiguous tensor of this shape; its values are not initialised.
-  static Tensor empty(const Shape& shape);
+  // When it cannot be allocated, the Error names the function asking
+  // (`caller`: "full" for zeros and ones, "batched_product" for matmul), the
+  // shape and the bytes.
+  static Tensor empty(const Shape& shape,
+                      std::source_location caller = std::source_location::current());
 
   bool defined() const { return impl_ != nullptr; }
   const Shape& shape() const { return impl().shape; }

@@ -460,15 +460,23 @@ TEST_CASE("Dims keeps six entries inline and spills deeper lists to the heap", "
   CHECK(sum(t).item() == 0);
 }
 
-TEST_CASE("a tensor too large to allocate throws Error naming its shape and bytes", "[tensor]") {
+TEST_CASE("a tensor too large to allocate throws Error naming its op, shape and bytes",
+          "[tensor]") {
   // 2^40 elements: more than this machine's memory, refused before the
   // allocator is asked (so AddressSanitizer builds throw too, not abort).
+  // The message starts with the function that allocates: zeros fills
+  // through full.
   const int64_t count = int64_t{1} << 40;
-  const std::string expected = fmt::format("allocating a tensor of shape ({}): {} bytes", count,
-                                           uint64_t(count) * sizeof(real));
+  const std::string expected = fmt::format("full: allocating a tensor of shape ({}): {} bytes",
+                                           count, uint64_t(count) * sizeof(real));
   CHECK_THROWS_WITH(zeros({count}),
                     Catch::StartsWith(expected) && Catch::Contains("use a smaller shape"));
   CHECK_THROWS_AS(Tensor::empty({count, 2}), Error);
+  // An op's output: (2^20, 1) times (1, 2^20) asks for 2^40 elements.
+  const Tensor column = ones({int64_t{1} << 20, 1});
+  CHECK_THROWS_WITH(matmul(column, transpose(column, 0, 1)),
+                    Catch::Matches("[a-z_]+: allocating a tensor of shape \\(1,1048576,1048576\\): "
+                                   "4398046511104 bytes .*"));
   bool bad_alloc_escaped = false;
   try {
     (void)ones({count});
