@@ -65,29 +65,17 @@ std::string bytes_text(uint64_t numel) {
   return fmt::format("{} bytes ({:.1f} GiB)", numel * sizeof(real), gib);
 }
 
-// The unqualified name of the function `caller` is in: "zeros" from
-// "attograd::Tensor attograd::zeros(const attograd::Shape&)".
-std::string_view function_name(const std::source_location& caller) {
-  std::string_view name = caller.function_name();
-  name = name.substr(0, name.find('('));
-  const size_t colon = name.rfind("::");
-  if (colon != std::string_view::npos) name.remove_prefix(colon + 2);
-  const size_t space = name.rfind(' ');
-  if (space != std::string_view::npos) name.remove_prefix(space + 1);
-  return name;
-}
-
 [[noreturn]] void fail_allocation(const Shape& shape, uint64_t numel,
-                                  const std::source_location& caller, std::string_view why) {
+                                  std::string_view caller, std::string_view why) {
   fail(
       "{}: allocating a tensor of shape {}: {} asked for, {}; use a smaller shape (a smaller "
       "size flag, batch or model) or a machine with more memory",
-      function_name(caller), shape, bytes_text(numel), why);
+      caller, shape, bytes_text(numel), why);
 }
 
 }  // namespace
 
-Tensor Tensor::empty(const Shape& shape, std::source_location caller) {
+Tensor Tensor::empty(const Shape& shape, const char* caller) {
   for (int64_t size : shape) {
     check(size >= 0, "empty: shape {} has a negative size", shape);
   }

@@ -14,7 +14,6 @@
 
 #include <cstdint>
 #include <memory>
-#include <source_location>
 #include <string>
 #include <vector>
 
@@ -69,9 +68,10 @@ class Tensor {
   // A new contiguous tensor of this shape; its values are not initialised.
   // When it cannot be allocated, the Error names the function asking
   // (`caller`: "full" for zeros and ones, "batched_product" for matmul), the
-  // shape and the bytes.
-  static Tensor empty(const Shape& shape,
-                      std::source_location caller = std::source_location::current());
+  // shape and the bytes. `__builtin_FUNCTION()` (GCC and Clang) is the
+  // calling function's plain name; std::source_location would say the same
+  // but Clang 14, which builds the fuzzers, lacks it.
+  static Tensor empty(const Shape& shape, const char* caller = __builtin_FUNCTION());
 
   bool defined() const { return impl_ != nullptr; }
   const Shape& shape() const { return impl().shape; }
