@@ -40,18 +40,23 @@ NamedTensors named_parameters(std::initializer_list<NamedModule> modules) {
 
 // ---- Optimizer ---------------------------------------------------------------
 
-Optimizer::Optimizer(std::string type_name, std::vector<ParameterGroup> groups, double default_lr,
-                     std::vector<std::string> buffer_names, bool saves_parameter_steps)
+Optimizer::Optimizer(std::string type_name, std::vector<ParameterGroup> groups,
+                     GroupDefaults defaults, std::vector<std::string> buffer_names,
+                     bool saves_parameter_steps)
     : type_name_(std::move(type_name)),
       buffer_names_(std::move(buffer_names)),
       saves_parameter_steps_(saves_parameter_steps) {
   std::set<std::string> names;
   std::set<const TensorImpl*> tensors;
   for (size_t group = 0; group < groups.size(); ++group) {
-    const double lr = groups[group].lr.value_or(default_lr);
+    const double lr = groups[group].lr.value_or(defaults.lr);
     check(std::isfinite(lr) && lr >= 0, "{}: group {} has learning rate {}; it must be >= 0",
           type_name_, group, lr);
     group_lrs_.push_back(lr);
+    const double weight_decay = groups[group].weight_decay.value_or(defaults.weight_decay);
+    check(std::isfinite(weight_decay) && weight_decay >= 0,
+          "{}: group {} has weight decay {}; it must be >= 0", type_name_, group, weight_decay);
+    group_weight_decays_.push_back(weight_decay);
     for (auto& [name, parameter] : groups[group].parameters) {
       check(parameter.defined(), "{}: parameter '{}' is an undefined tensor", type_name_, name);
       check(names.insert(name).second,
@@ -120,6 +125,13 @@ double Optimizer::lr(size_t group) const {
   check(group < group_lrs_.size(), "{}.lr: group {} does not exist (there are {})", type_name_,
         group, group_lrs_.size());
   return group_lrs_[group];
+}
+
+double Optimizer::weight_decay(size_t group) const {
+  check(group < group_weight_decays_.size(),
+        "{}.weight_decay: group {} does not exist (there are {})", type_name_, group,
+        group_weight_decays_.size());
+  return group_weight_decays_[group];
 }
 
 void Optimizer::set_lr(double lr) {
@@ -280,23 +292,28 @@ std::vector<std::string> sgd_buffers(const SGDOptions& options) {
 }  // namespace
 
 SGD::SGD(NamedTensors named_parameters, const SGDOptions& options)
-    : SGD(std::vector<ParameterGroup>{{std::move(named_parameters), std::nullopt}}, options) {}
+    : SGD(std::vector<ParameterGroup>{{.parameters = std::move(named_parameters),
+                                       .lr = std::nullopt,
+                                       .weight_decay = std::nullopt}},
+          options) {}
 
 SGD::SGD(std::vector<ParameterGroup> groups, const SGDOptions& options)
-    : Optimizer("SGD", std::move(groups), options.lr(), sgd_buffers(options), false),
+    : Optimizer("SGD", std::move(groups),
+                {.lr = options.lr(), .weight_decay = options.weight_decay()}, sgd_buffers(options),
+                false),
       options_(options) {}
 
 // d = g + wd·p;  b = μ·b + d;  p = p − lr·b   (b = d when μ = 0)
 void SGD::update(ParameterState& state, const Tensor& gradient, double lr) {
   const auto rate = real(lr);
   const auto momentum = real(options_.momentum());
-  const auto weight_decay = real(options_.weight_decay());
+  const auto decay = real(weight_decay(state.group));
   real* p = state.parameter.data();
   const real* g = gradient.data();
   real* b = state.buffers.empty() ? nullptr : state.buffers[0].data();
   const int64_t n = state.parameter.numel();
   for (int64_t i = 0; i < n; ++i) {
-    real d = g[i] + weight_decay * p[i];
+    real d = g[i] + decay * p[i];
     if (b) {
       b[i] = momentum * b[i] + d;
       d = b[i];
@@ -311,7 +328,11 @@ void SGD::update(ParameterState& state, const Tensor& gradient, double lr) {
 // Plain SGD, p −= lr·g, is linear in g: p −= lr·(g_dense + g_deferred) is
 // applied as two updates, the deferred one without forming it.
 bool SGD::applies_deferred_gradients() const {
-  return options_.momentum() == 0 && options_.weight_decay() == 0;
+  if (options_.momentum() != 0) return false;
+  for (size_t group = 0; group < group_count(); ++group) {
+    if (weight_decay(group) != 0) return false;
+  }
+  return true;
 }
 
 // ---- Adam ----------------------------------------------------------------------
@@ -332,10 +353,18 @@ const AdamOptions& checked(const AdamOptions& options) {
 }  // namespace
 
 Adam::Adam(NamedTensors named_parameters, const AdamOptions& options)
-    : Adam(std::vector<ParameterGroup>{{std::move(named_parameters), std::nullopt}}, options) {}
+    : Adam(std::vector<ParameterGroup>{{.parameters = std::move(named_parameters),
+                                        .lr = std::nullopt,
+                                        .weight_decay = std::nullopt}},
+           options) {}
 
 Adam::Adam(std::vector<ParameterGroup> groups, const AdamOptions& options)
-    : Optimizer("Adam", std::move(groups), checked(options).lr(), {"exp_avg", "exp_avg_sq"}, true),
+    : Adam("Adam", std::move(groups), options) {}
+
+Adam::Adam(std::string type_name, std::vector<ParameterGroup> groups, const AdamOptions& options)
+    : Optimizer(std::move(type_name), std::move(groups),
+                {.lr = checked(options).lr(), .weight_decay = options.weight_decay()},
+                {"exp_avg", "exp_avg_sq"}, true),
       options_(options) {}
 
 // d = g + wd·p;  m = β₁m + (1−β₁)d;  v = β₂v + (1−β₂)d²;
@@ -344,6 +373,10 @@ Adam::Adam(std::vector<ParameterGroup> groups, const AdamOptions& options)
 // toward d by (1−β₁)·(d − m), torch's lerp, which is the same average.
 // kernels::adam_step runs the loop (tensor/kernels_optim.cpp).
 void Adam::update(ParameterState& state, const Tensor& gradient, double lr) {
+  adam_update(state, gradient, lr, weight_decay(state.group));
+}
+
+void Adam::adam_update(ParameterState& state, const Tensor& gradient, double lr, double l2) {
   const double t = double(state.steps);
   const kernels::AdamStep step{
       .step_size = real(lr / (1 - std::pow(options_.beta1(), t))),
@@ -352,9 +385,31 @@ void Adam::update(ParameterState& state, const Tensor& gradient, double lr) {
       .one_minus_beta1 = real(1 - options_.beta1()),
       .one_minus_beta2 = real(1 - options_.beta2()),
       .eps = real(options_.eps()),
-      .weight_decay = real(options_.weight_decay())};
+      .weight_decay = real(l2)};
   kernels::adam_step(state.parameter.data(), state.buffers[0].data(), state.buffers[1].data(),
                      gradient.data(), state.parameter.numel(), step);
+}
+
+// ---- AdamW -----------------------------------------------------------------------
+
+AdamW::AdamW(NamedTensors named_parameters, const AdamOptions& options)
+    : AdamW(std::vector<ParameterGroup>{{.parameters = std::move(named_parameters),
+                                         .lr = std::nullopt,
+                                         .weight_decay = std::nullopt}},
+            options) {}
+
+AdamW::AdamW(std::vector<ParameterGroup> groups, const AdamOptions& options)
+    : Adam("AdamW", std::move(groups), options) {}
+
+// p = p·(1 − lr·λ), rounded once to a real as torch's param.mul_(1 − lr·λ);
+// then Adam's rule with no L2 term.
+void AdamW::update(ParameterState& state, const Tensor& gradient, double lr) {
+  const auto shrink = real(1 - lr * weight_decay(state.group));
+  if (shrink != real(1)) {
+    kernels::binary_forward(kernels::Binary::mul, state.parameter.data(), state.parameter.data(), 1,
+                            &shrink, 0, state.parameter.numel());
+  }
+  adam_update(state, gradient, lr, 0);
 }
 
 // ---- Gradient clipping -----------------------------------------------------------

@@ -1,4 +1,4 @@
-// nn/optim.hpp — optimizers (SGD, Adam) and gradient clipping.
+// nn/optim.hpp — optimizers (SGD, Adam, AdamW) and gradient clipping.
 //
 // An optimizer holds the model's parameters by name and, on step(), moves
 // each one against its gradient. The loop every example runs:
@@ -51,11 +51,17 @@ struct NamedModule {
 // gives "encoder.embedding.weight", …, "decoder.out.bias".
 NamedTensors named_parameters(std::initializer_list<NamedModule> modules);
 
-// Parameters that train with a learning rate of their own (torch's "param
-// groups"). Without `lr` the group uses the optimizer options' rate.
+// Parameters that train with a learning rate or weight decay of their own
+// (torch's "param groups"). Without `lr` or `weight_decay` the group uses the
+// optimizer options' value. nanoGPT decays its matrices only:
+//
+//   nn::AdamW adamw({{.parameters = matrices, .lr = {}, .weight_decay = {}},
+//                    {.parameters = vectors, .lr = {}, .weight_decay = 0.0}},
+//                   nn::AdamOptions(6e-4).betas(0.9, 0.99).weight_decay(0.1));
 struct ParameterGroup {
   NamedTensors parameters;
   std::optional<double> lr;
+  std::optional<double> weight_decay;
 };
 
 // ---- The common part ---------------------------------------------------------
@@ -81,6 +87,8 @@ class Optimizer {
 
   // Learning rates, for schedules. set_lr(lr) sets every group's.
   size_t group_count() const { return group_lrs_.size(); }
+  // A group's weight decay: its own, or the options'.
+  double weight_decay(size_t group = 0) const;
   double lr(size_t group = 0) const;
   void set_lr(double lr);
   void set_lr(size_t group, double lr);
@@ -108,10 +116,16 @@ class Optimizer {
     std::vector<Tensor> buffers;  // one per buffer name, zeros before the first update
   };
 
+  // What a group without a value of its own uses: the options'.
+  struct GroupDefaults {
+    double lr;
+    double weight_decay;
+  };
+
   // `buffer_names` are the per-parameter tensors the rule keeps (each of the
   // parameter's shape); with `saves_parameter_steps` each parameter's own step
   // count is part of the state too, as "step.<parameter>".
-  Optimizer(std::string type_name, std::vector<ParameterGroup> groups, double default_lr,
+  Optimizer(std::string type_name, std::vector<ParameterGroup> groups, GroupDefaults defaults,
             std::vector<std::string> buffer_names, bool saves_parameter_steps);
 
   // Updates state.parameter in place from `gradient` (contiguous, same shape).
@@ -134,6 +148,7 @@ class Optimizer {
 
   std::string type_name_;
   std::vector<double> group_lrs_;
+  std::vector<double> group_weight_decays_;
   std::vector<std::string> buffer_names_;
   bool saves_parameter_steps_;
   std::vector<ParameterState> states_;
@@ -230,7 +245,8 @@ struct AdamOptions {
   double weight_decay_ = 0;
 };
 
-// Adam (Kingma & Ba, 2015), as torch.optim.Adam. At a parameter's t-th update:
+// Adam (Kingma & Ba, 2015), as torch.optim.Adam. At a parameter's t-th update
+// (wd: its group's weight decay):
 //   d = g + wd·p
 //   m = β₁·m + (1 − β₁)·d            running mean of the gradient
 //   v = β₂·v + (1 − β₂)·d²           running mean of its square
@@ -245,10 +261,35 @@ class Adam : public Optimizer {
 
   const AdamOptions& options() const { return options_; }
 
+ protected:
+  // AdamW's: the same buffers under another type name.
+  Adam(std::string type_name, std::vector<ParameterGroup> groups, const AdamOptions& options);
+  // The rule above with `l2` as wd.
+  void adam_update(ParameterState& state, const Tensor& gradient, double lr, double l2);
+
  private:
   void update(ParameterState& state, const Tensor& gradient, double lr) override;
 
   AdamOptions options_;
+};
+
+// ---- AdamW ------------------------------------------------------------------
+
+// AdamW (Loshchilov & Hutter, 2019), as torch.optim.AdamW: the weight decay
+// λ (the group's, else AdamOptions' weight_decay) shrinks the parameter
+// itself instead of entering the gradient, so it is not divided by √v̂:
+//   p = p · (1 − lr·λ)
+//   then Adam's update above with wd = 0.
+// torch.optim.AdamW's default λ is 0.01; AdamOptions' is 0, so pass it. The
+// state is Adam's; checkpoints name the optimizer "AdamW", so an Adam state
+// is not loaded into it by mistake.
+class AdamW : public Adam {
+ public:
+  AdamW(NamedTensors named_parameters, const AdamOptions& options);
+  AdamW(std::vector<ParameterGroup> groups, const AdamOptions& options);
+
+ private:
+  void update(ParameterState& state, const Tensor& gradient, double lr) override;
 };
 
 // ---- Gradient clipping -----------------------------------------------------

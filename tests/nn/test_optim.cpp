@@ -1,4 +1,4 @@
-// tests/nn/test_optim.cpp — SGD and Adam against steps worked out by hand on
+// tests/nn/test_optim.cpp — SGD, Adam and AdamW against steps worked out by hand on
 // f(p) = Σ (p − c)², zero_grad, skipped parameters, learning-rate groups,
 // saving and loading optimizer state (exact resume), and gradient clipping.
 //
@@ -185,6 +185,59 @@ TEST_CASE("Adam weight decay is an L2 term in the gradient (not AdamW)", "[optim
   nn::Adam adam(point.named_parameters(), nn::AdamOptions(0.1).weight_decay(0.5));
   check_trajectory(descend(adam, point.p, {3}, 3),
                    {{1.0999999997142857}, {1.1997385300028527}, {1.2990099745363854}});
+}
+
+TEST_CASE("AdamW shrinks the parameter, then takes Adam's step on the plain gradient", "[optim]") {
+  // p₀ = (1, −2), c = (3, 1), lr = 0.1, λ = 0.5, β = (0.9, 0.999), ε = 1e−8. Element 0:
+  //  t=1: g = −4;  p ← 1·(1 − 0.05) = 0.95;  m̂ = −4, v̂ = 16 (g alone, no λ·p in it)
+  //       p₁ = 0.95 + 0.1·4/(4 + 1e−8) = 1.04999999975
+  //  t=2: g = 2(1.04999999975 − 3) = −3.9000000005;  p ← 1.04999999975·0.95
+  //       m = −0.75000000005, v = 0.031194000004;  p₂ = 1.09742600468
+  //  t=3: g = −3.80514799064;  p₃ = 1.14236063516
+  // Element 1 from g = −6: −1.80000000017, −1.61023906195, −1.43036961260.
+  // (Adam's L2 form with wd = 0.5 gives 1.09999999971 at t=1: another rule.)
+  Point point({1, -2});
+  nn::AdamW adamw(point.named_parameters(), nn::AdamOptions(0.1).weight_decay(0.5));
+  CHECK(adamw.type_name() == "AdamW");
+  check_trajectory(descend(adamw, point.p, {3, 1}, 3), {{1.04999999975, -1.8000000001666665},
+                                                        {1.09742600468106, -1.6102390619461486},
+                                                        {1.1423606351615803, -1.430369612598339}});
+  const nn::NamedTensors state = adamw.state();
+  REQUIRE(state.size() == 4);
+  CHECK(state[1].first == "exp_avg.p");
+  CHECK(state[1].second.to_vector()[0] == Approx(-1.0555147991087876).margin(tolerance()));
+  CHECK(state[2].second.to_vector()[1] == Approx(0.09451006784576774).margin(tolerance()));
+}
+
+TEST_CASE("A parameter group's own weight decay wins over the options'", "[optim]") {
+  // nanoGPT's split: the decayed group follows the AdamW trajectory above, the
+  // group with weight_decay 0 follows plain Adam's (1.09999999975, …).
+  Point decayed({1});
+  Point kept({1});
+  nn::AdamW adamw(
+      {{.parameters = nn::named_parameters({{"decayed", decayed}}), .lr = {}, .weight_decay = {}},
+       {.parameters = nn::named_parameters({{"kept", kept}}), .lr = {}, .weight_decay = 0.0}},
+      nn::AdamOptions(0.1).weight_decay(0.5));
+  CHECK(adamw.weight_decay(0) == 0.5);
+  CHECK(adamw.weight_decay(1) == 0.0);
+  for (int step = 0; step < 3; ++step) {
+    adamw.zero_grad();
+    quadratic_backward(decayed.p, {3});
+    quadratic_backward(kept.p, {3});
+    adamw.step();
+  }
+  CHECK(decayed.p.item() == Approx(1.1423606351615803).margin(tolerance()));
+  CHECK(kept.p.item() == Approx(1.2993766079535347).margin(tolerance()));
+  // Adam and SGD read a group's weight decay the same way (their L2 term).
+  Point l2({1});
+  nn::Adam adam({{.parameters = l2.named_parameters(), .lr = {}, .weight_decay = 0.5}},
+                nn::AdamOptions(0.1));
+  check_trajectory(descend(adam, l2.p, {3}, 3),
+                   {{1.0999999997142857}, {1.1997385300028527}, {1.2990099745363854}});
+  CHECK_THROWS_WITH(
+      nn::AdamW({{.parameters = l2.named_parameters(), .lr = {}, .weight_decay = -1.0}},
+                nn::AdamOptions(0.1)),
+      Contains("AdamW: group 0 has weight decay -1; it must be >= 0"));
 }
 
 // ---- Gradients: zero_grad and parameters without one ----------------------------
@@ -400,9 +453,11 @@ TEST_CASE("Optimizers refuse duplicate names, repeated tensors and bad options",
 TEST_CASE("Parameter groups train with their own learning rates", "[optim]") {
   Point fast({1});
   Point slow({1});
-  nn::SGD sgd(std::vector<nn::ParameterGroup>{{nn::named_parameters({{"fast", fast}}), 0.1},
-                                              {nn::named_parameters({{"slow", slow}}), {}}},
-              nn::SGDOptions(0.01));
+  nn::SGD sgd(
+      std::vector<nn::ParameterGroup>{
+          {.parameters = nn::named_parameters({{"fast", fast}}), .lr = 0.1, .weight_decay = {}},
+          {.parameters = nn::named_parameters({{"slow", slow}}), .lr = {}, .weight_decay = {}}},
+      nn::SGDOptions(0.01));
   CHECK(sgd.group_count() == 2);
   CHECK(sgd.lr(0) == 0.1);
   CHECK(sgd.lr(1) == 0.01);
