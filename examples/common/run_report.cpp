@@ -93,6 +93,17 @@ constexpr const char* kScript = R"((function () {
 })();
 )";
 
+// 1975 -> "1,975": counts of sentences as a reader says them.
+std::string grouped(std::size_t count) {
+  const std::string digits = std::to_string(count);
+  std::string text;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) text += ',';
+    text += digits[i];
+  }
+  return text;
+}
+
 std::string table(const std::vector<std::pair<std::string, std::string>>& rows) {
   std::string html = "<table>\n";
   for (const auto& [name, value] : rows) {
@@ -175,7 +186,24 @@ RunReport& RunReport::attention(ReportAttention map) {
   check(map.weights.size() == map.queries.size() * map.keys.size(),
         "RunReport::attention: {} weights for {} queries x {} keys", map.weights.size(),
         map.queries.size(), map.keys.size());
+  map_sentences_offered_.insert(map.sentence);
+  const bool known = std::find(map_sentences_kept_.begin(), map_sentences_kept_.end(),
+                               map.sentence) != map_sentences_kept_.end();
+  if (!known) {
+    if (map_sentences_limit_ && map_sentences_kept_.size() >= *map_sentences_limit_) {
+      return *this;  // a sentence beyond the limit: its text stays, its maps do not
+    }
+    map_sentences_kept_.push_back(map.sentence);
+  }
   maps_.push_back(std::move(map));
+  return *this;
+}
+
+RunReport& RunReport::keep_maps_of(std::size_t sentences, std::string flag) {
+  check(map_sentences_offered_.empty(),
+        "RunReport::keep_maps_of: call it before the first attention map");
+  map_sentences_limit_ = sentences;
+  map_limit_flag_ = std::move(flag);
   return *this;
 }
 
@@ -191,6 +219,22 @@ RunReport& RunReport::section(std::string heading, std::string html, std::string
 }
 
 std::string RunReport::attention_html() const {
+  const std::size_t offered = map_sentences_offered_.size();
+  const std::size_t kept = map_sentences_kept_.size();
+  std::string left_out;
+  if (kept < offered) {
+    const std::string kept_text =
+        kept == 0
+            ? fmt::format("No maps of the {} sentence{}", grouped(offered), offered == 1 ? "" : "s")
+            : fmt::format("Maps of the first {} of {} sentences; the other {} {} left out",
+                          grouped(kept), grouped(offered), grouped(offered - kept),
+                          offered - kept == 1 ? "is" : "are");
+    left_out = fmt::format(
+        "<p id=\"maps-left-out\">{}, so that the page stays small ({} N to keep the first "
+        "N)</p>\n",
+        kept_text, html_escape(map_limit_flag_));
+  }
+  if (maps_.empty()) return left_out;
   const auto sentence_of = [](const ReportAttention& m) { return m.sentence; };
   const auto kind_of = [](const ReportAttention& m) { return m.kind; };
   const auto block_of = [](const ReportAttention& m) { return std::to_string(m.block); };
@@ -204,7 +248,7 @@ std::string RunReport::attention_html() const {
   const std::vector<std::string> blocks = distinct(maps_, block_of);
   const std::vector<std::string> heads = distinct(maps_, head_of);
 
-  std::string html = "<div class=\"selectors\">\n";
+  std::string html = left_out + "<div class=\"selectors\">\n";
   html += selector("sentence", sentence_numbers, sentences, true);
   html += selector("kind", kinds, kinds, true);
   html += selector("block", blocks, blocks, false);
@@ -263,7 +307,7 @@ std::string RunReport::to_html() const {
   }
   if (!translations_.empty())
     part("translations", "Translations", translations_html(translations_));
-  if (!maps_.empty()) part("attention", "Attention maps", attention_html());
+  if (!map_sentences_offered_.empty()) part("attention", "Attention maps", attention_html());
   if (!graph_svg_.empty()) {
     part("graph", "The graph of one training step",
          "<div class=\"graph\">\n" + graph_svg_ + "</div>\n");

@@ -29,6 +29,8 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -66,6 +68,12 @@ class RunReport {
   RunReport& picture(std::string caption, std::string svg);
   RunReport& translation(ReportTranslation sentence);
   RunReport& attention(ReportAttention map);
+  // Keeps the attention maps of the first `sentences` sentences only (in the
+  // order their maps arrive; 0 keeps none), so that the page stays a few MB
+  // however many sentences a run translates: every translation's text stays.
+  // The page says how many sentences' maps it left out and that `flag`
+  // changes the number.
+  RunReport& keep_maps_of(std::size_t sentences, std::string flag);
   // The picture of one step's graph (an SVG document; a leading XML
   // declaration or DOCTYPE is dropped; an empty one adds nothing).
   RunReport& add_graph_svg(std::string svg);
@@ -93,6 +101,10 @@ class RunReport {
   std::vector<std::pair<std::string, std::string>> pictures_;  // caption, inline SVG
   std::vector<ReportTranslation> translations_;
   std::vector<ReportAttention> maps_;
+  std::optional<std::size_t> map_sentences_limit_;  // none: every sentence's maps
+  std::string map_limit_flag_;
+  std::vector<std::string> map_sentences_kept_;
+  std::set<std::string> map_sentences_offered_;
   std::string graph_svg_;
   std::vector<Section> sections_;
 };

@@ -147,10 +147,9 @@ void declare_batched_train_flags(cli::Parser& parser, BatchedTrainFlags& flags) 
 void declare_batched_translate_flags(cli::Parser& parser, BatchedTranslateFlags& flags) {
   parser.flag("checkpoint", flags.checkpoint, "checkpoint written by train --recipe batched")
       .flag("attention", flags.attention,
-            "folder for one attention heatmap per sentence (attention_<line>.svg)")
-      .flag("report", flags.report,
-            "write one HTML page (report.html) of the sentences, their beam hypotheses and "
-            "attention maps to this file");
+            "folder for one attention heatmap per sentence (attention_<line>.svg)");
+  translate_report::declare_report_flags(parser, flags.report, flags.report_maps,
+                                         "the decoder's attention maps");
   translate_beam::declare_beam_flags(parser, flags.beam);
 }
 
@@ -576,12 +575,13 @@ int translate_lines(BatchedTranslator& model, const text::Vocabulary& source_voc
                     const text::Vocabulary& target_vocabulary, int64_t num_steps,
                     const translate_beam::BeamFlags& beam, const std::string& attention_folder,
                     const DrawAttention& draw, const std::string& report_file,
-                    const ReportAttention& report_attention, std::istream& in, std::ostream& out,
-                    std::ostream& err) {
+                    std::size_t report_maps, const ReportAttention& report_attention,
+                    std::istream& in, std::ostream& out, std::ostream& err) {
   if (!attention_folder.empty()) cli::prepare_output_folder("--attention", attention_folder);
   if (!report_file.empty()) translate_report::prepare_report_folder(report_file);
   cli::RunReport report("translate translate");
-  report.setting("decoding", translate_beam::describe(beam));
+  report.keep_maps_of(report_maps, "--report-maps")
+      .setting("decoding", translate_beam::describe(beam));
   int64_t line_number = 0, translated = 0, unknown = 0;
   std::string line;
   while (std::getline(in, line)) {
@@ -646,7 +646,7 @@ int run_batched_translate(const BatchedTranslateFlags& flags, std::istream& in, 
       [](const fs::path& path, const SentenceTranslation& translation) {
         save_attention_map(path, translation, "Bahdanau attention (batched recipe)");
       },
-      flags.report, report_decoder_attention, in, out, err);
+      flags.report, flags.report_maps, report_decoder_attention, in, out, err);
 }
 
 // ---------------------------------------------------------------- eval

@@ -31,6 +31,7 @@
 #include "examples/common/interrupt.hpp"
 #include "examples/common/run_report.hpp"
 #include "examples/translate/beam_flags.hpp"
+#include "examples/translate/report_parts.hpp"
 #include "examples/translate/size_limits.hpp"
 #include "models/text/pairs.hpp"
 #include "models/translation/batched_translator.hpp"
@@ -72,6 +73,7 @@ struct BatchedTranslateFlags {
   std::string checkpoint = "out/translate_batched/checkpoint.safetensors";
   std::string attention;  // folder for attention_<line>.svg, or "" for none
   std::string report;     // report.html of the sentences, or "" for none
+  std::size_t report_maps = translate_report::kReportMaps;  // sentences whose maps it keeps
   translate_beam::BeamFlags beam;
 };
 
@@ -349,14 +351,14 @@ void finish_training(translation::BatchedTranslator& model, const text::PairSet&
 // translation per line of `out` (the K best with --nbest), warnings to `err`, and with a non-empty
 // attention_folder a picture per line (attention_<line>.svg) by `draw`; with
 // a non-empty report_file, one report.html-style page of every sentence, its
-// hypotheses and its maps (by `report_attention`).
+// hypotheses and the maps (by `report_attention`) of the first report_maps.
 int translate_lines(translation::BatchedTranslator& model,
                     const text::Vocabulary& source_vocabulary,
                     const text::Vocabulary& target_vocabulary, int64_t num_steps,
                     const translate_beam::BeamFlags& beam, const std::string& attention_folder,
                     const DrawAttention& draw, const std::string& report_file,
-                    const ReportAttention& report_attention, std::istream& in, std::ostream& out,
-                    std::ostream& err);
+                    std::size_t report_maps, const ReportAttention& report_attention,
+                    std::istream& in, std::ostream& out, std::ostream& err);
 
 // What a checkpoint says about the data it was trained on.
 struct TrainedOn {

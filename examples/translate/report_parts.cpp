@@ -1,6 +1,8 @@
 // examples/translate/report_parts.cpp — see report_parts.hpp.
 #include "examples/translate/report_parts.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <filesystem>
 
@@ -35,6 +37,19 @@ cli::ReportAttention decoder_attention(const translation::SentenceTranslation& t
     }
   }
   return map;
+}
+
+void declare_report_flags(cli::Parser& parser, std::string& report, std::size_t& report_maps,
+                          const std::string& maps) {
+  parser
+      .flag("report", report,
+            fmt::format("write one HTML page (report.html) of the sentences, their beam "
+                        "hypotheses and {} to this file",
+                        maps))
+      .flag("report-maps", report_maps,
+            "the page keeps the maps of the first N sentences (every sentence's text stays), "
+            "so that it stays a few MB; 0 for none",
+            cli::count_at_most(1'000'000));
 }
 
 void prepare_report_folder(const std::string& file) {

@@ -4,9 +4,11 @@
 // attention over the source as one map.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
+#include "examples/common/cli.hpp"
 #include "examples/common/run_report.hpp"
 #include "models/translation/translation.hpp"
 
@@ -24,6 +26,18 @@ cli::ReportAttention decoder_attention(const translation::SentenceTranslation& t
                                        const std::string& sentence, const std::string& kind,
                                        const std::vector<std::string>& keys,
                                        const std::string& end_token);
+
+// How many sentences' attention maps a translate command's report.html keeps
+// by default (--report-maps), so that the page stays a few MB: a sentence
+// of the tutorial or batched recipe has one map, the Transformer's 24 (2
+// blocks x 4 heads x 3 kinds), each up to 10 x 10 cells of about 140 bytes.
+inline constexpr std::size_t kReportMaps = 100;
+inline constexpr std::size_t kTransformerReportMaps = 10;
+
+// --report FILE and --report-maps N, as every translate command declares
+// them; `maps` says which maps a sentence gets ("the decoder's attention").
+void declare_report_flags(cli::Parser& parser, std::string& report, std::size_t& report_maps,
+                          const std::string& maps);
 
 // --report FILE: prepares the folder FILE goes into (prepare_output_folder),
 // before any work.

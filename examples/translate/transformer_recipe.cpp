@@ -248,10 +248,9 @@ void declare_transformer_translate_flags(cli::Parser& parser, TransformerTransla
   parser.flag("checkpoint", flags.checkpoint, "checkpoint written by train --recipe transformer")
       .flag("attention", flags.attention,
             "folder for one heatmap per sentence (attention_<line>.svg: the last block's "
-            "encoder–decoder attention, averaged over the heads)")
-      .flag("report", flags.report,
-            "write one HTML page (report.html) of the sentences, their beam hypotheses and "
-            "every head's attention maps to this file");
+            "encoder–decoder attention, averaged over the heads)");
+  translate_report::declare_report_flags(parser, flags.report, flags.report_maps,
+                                         "every head's attention maps");
   translate_beam::declare_beam_flags(parser, flags.beam);
 }
 
@@ -364,7 +363,7 @@ int run_transformer_translate(const TransformerTranslateFlags& flags, std::istre
       [](const fs::path& path, const SentenceTranslation& translation) {
         save_attention_map(path, translation, kMapTitle);
       },
-      flags.report,
+      flags.report, flags.report_maps,
       [&model](cli::RunReport& report, const std::string& sentence,
                const SentenceTranslation& translation) {
         report_all_heads(report, *model, sentence, translation);

@@ -57,6 +57,8 @@ struct TransformerTranslateFlags {
   std::string checkpoint = "out/translate_transformer/checkpoint.safetensors";
   std::string attention;  // folder for attention_<line>.svg, or "" for none
   std::string report;     // report.html of the sentences, or "" for none
+  std::size_t report_maps =
+      translate_report::kTransformerReportMaps;  // sentences whose maps it keeps
   translate_beam::BeamFlags beam;
 };
 

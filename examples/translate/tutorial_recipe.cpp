@@ -80,10 +80,9 @@ void declare_train_flags(cli::Parser& parser, TrainFlags& flags) {
 void declare_translate_flags(cli::Parser& parser, TranslateFlags& flags) {
   parser.flag("checkpoint", flags.checkpoint, "checkpoint written by train")
       .flag("attention", flags.attention,
-            "folder for one attention heatmap per sentence (attention_<line>.svg)")
-      .flag("report", flags.report,
-            "write one HTML page (report.html) of the sentences, their beam hypotheses and "
-            "attention maps to this file");
+            "folder for one attention heatmap per sentence (attention_<line>.svg)");
+  translate_report::declare_report_flags(parser, flags.report, flags.report_maps,
+                                         "the decoder's attention maps");
   translate_beam::declare_beam_flags(parser, flags.beam);
 }
 
@@ -230,7 +229,8 @@ int run_translate(const TranslateFlags& flags) {
   if (!flags.attention.empty()) cli::prepare_output_folder("--attention", flags.attention);
   if (!flags.report.empty()) translate_report::prepare_report_folder(flags.report);
   cli::RunReport report("translate translate");
-  report.setting("checkpoint", flags.checkpoint)
+  report.keep_maps_of(flags.report_maps, "--report-maps")
+      .setting("checkpoint", flags.checkpoint)
       .setting("decoding", translate_beam::describe(flags.beam));
   const CheckpointInfo info = read_checked_checkpoint_info(flags.checkpoint);
   const std::unique_ptr<Seq2Seq> model = load_model(flags.checkpoint, info);

@@ -23,6 +23,7 @@
 #include "examples/common/inspect_tools.hpp"
 #include "examples/common/run_report.hpp"
 #include "examples/translate/beam_flags.hpp"
+#include "examples/translate/report_parts.hpp"
 #include "models/seq2seq/corpus.hpp"
 #include "models/seq2seq/training.hpp"
 
@@ -63,6 +64,7 @@ struct TranslateFlags {
   std::string checkpoint = std::string("out/translate/") + kCheckpointName;
   std::string attention;
   std::string report;  // report.html of the sentences, or "" for none
+  std::size_t report_maps = translate_report::kReportMaps;  // sentences whose maps it keeps
   translate_beam::BeamFlags beam;
 };
 

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "examples/common/run_report.hpp"
 #include "tests/support/translate_program.hpp"
 
 namespace test_report_cli {
@@ -179,6 +180,71 @@ TEST_CASE("translate transformer report.html: every block, head and kind, under 
   CHECK(count(sentences, "<figure class=\"map\"") == 12);
   CHECK(count(sentences, "<div class=\"graph\">") == 0);  // nothing trained, no graph
   CHECK_THAT(sentences, Contains("<th>decoding</th><td>greedy decoding</td>"));
+}
+
+TEST_CASE("RunReport::keep_maps_of keeps the first N sentences' maps and every text, and says so",
+          "[report]") {
+  // 2,000 sentences of 24 maps each (a Transformer's 2 blocks x 4 heads x 3
+  // kinds) of 10 x 10 weights, the most its 10 steps make: without a limit,
+  // a page of hundreds of MB.
+  attograd::cli::RunReport report("maps");
+  report.keep_maps_of(10, "--report-maps");
+  const std::vector<std::string> words(10, "w");
+  for (int sentence = 1; sentence <= 2000; ++sentence) {
+    const std::string name = std::to_string(sentence) + ": w w";
+    report.translation({.source = name, .output = "o", .reference = "", .hypotheses = {}});
+    for (int map = 0; map < 24; ++map) {
+      report.attention({.sentence = name,
+                        .kind = "k",
+                        .block = 1 + map / 12,
+                        .head = 1 + map % 4,
+                        .queries = words,
+                        .keys = words,
+                        .weights = std::vector<double>(100, 0.5)});
+    }
+  }
+  CHECK(report.attention_count() == 10 * 24);
+  const std::string html = report.to_html();
+  CHECK(count(html, "<figure class=\"map\"") == 10 * 24);
+  CHECK(count(html, "<table class=\"translation\">") == 2000);
+  CHECK_THAT(html, Contains("Maps of the first 10 of 2,000 sentences; the other 1,990 are left "
+                            "out, so that the page stays small (--report-maps N to keep the "
+                            "first N)"));
+  CHECK(html.size() < 5'000'000);
+
+  attograd::cli::RunReport none("no maps");
+  none.keep_maps_of(0, "--report-maps");
+  none.attention({.sentence = "1: a",
+                  .kind = "k",
+                  .block = 0,
+                  .head = 0,
+                  .queries = {"a"},
+                  .keys = {"b"},
+                  .weights = {1.0}});
+  const std::string empty = none.to_html();
+  CHECK(count(empty, "<figure class=\"map\"") == 0);
+  CHECK_THAT(empty, Contains("No maps of the 1 sentence, so that"));
+  CHECK_THROWS_WITH(none.keep_maps_of(3, "--x"), Contains("before the first attention map"));
+}
+
+TEST_CASE("translate --report-maps N: the page keeps N sentences' maps, every sentence's text",
+          "[report][cli]") {
+  if constexpr (!kFloatBuild) return;
+  TemporaryFolder scratch;
+  const fs::path out = scratch.path / "run";
+  const Run trained = run(quick_batched_train(out, 1), scratch.path);
+  REQUIRE(trained.status == 0);
+  const fs::path page = scratch.path / "sentences.html";
+  const std::string html = written_page(
+      run,
+      {"translate", "--recipe", "batched", "--checkpoint",
+       (out / "checkpoint.safetensors").string(), "--report", page.string(), "--report-maps", "2"},
+      scratch.path, page, "go .\ni'm home .\nhe's calm .\n");
+  CHECK(count(html, "<figure class=\"map\"") == 2);
+  CHECK(count(html, "<table class=\"translation\">") == 3);
+  CHECK_THAT(html, Contains("Maps of the first 2 of 3 sentences; the other 1 is left out"));
+  const Run help = run({"translate", "--recipe", "batched", "--help"}, scratch.path);
+  CHECK_THAT(help.out, Contains("--report-maps"));
 }
 
 TEST_CASE("translate --report: an unwritable folder is refused before any work", "[report][cli]") {
