@@ -39,6 +39,7 @@ Tensor tanh(const Tensor& x);
 Tensor sigmoid(const Tensor& x);
 Tensor relu(const Tensor& x);
 Tensor softplus(const Tensor& x);  // ln(1 + eˣ), a smooth relu
+Tensor gelu(const Tensor& x);      // ½ x (1 + tanh(√(2/π)(x + 0.044715 x³))), GPT-2's
 
 Tensor operator+(const Tensor& a, const Tensor& b);
 Tensor operator-(const Tensor& a, const Tensor& b);

@@ -191,7 +191,7 @@ namespace {
 // with its operations in the same order, so the values are the kernel's to the
 // bit; where the kernel reads y, y is recomputed from x (the saved y has no
 // history). relu's f' is a step, constant in x: dy where x > 0, else 0.
-// tanh's is recorded_tanh_gradient below.
+// tanh's and gelu's are recorded_kernel_gradient below.
 Tensor unary_gradient(Unary op, const Tensor& dy, const Tensor& x) {
   switch (op) {
     case Unary::neg:
@@ -220,6 +220,7 @@ Tensor unary_gradient(Unary op, const Tensor& dy, const Tensor& x) {
     case Unary::softplus:
       return div(dy, add(scalar(real(1)), exp(neg(x))));
     case Unary::tanh:
+    case Unary::gelu:
     case Unary::count:
       break;
   }
@@ -227,18 +228,52 @@ Tensor unary_gradient(Unary op, const Tensor& dy, const Tensor& x) {
   return Tensor();
 }
 
-// dx = dy ⊙ (1 − t²), t = tanh x, as the kernel formed it, recorded as the op
-// it is:   ∂/∂dy = g ⊙ (1 − t²),   ∂/∂x = g ⊙ dy ⊙ (−2 t (1 − t²)).
-// (The kernel forms 1 − y² with a fused multiply-add where the machine has
-// one, so the ops 1 − y ⊙ y would round differently; kept, dx is the same bits
-// with create_graph as without.)
-Tensor recorded_tanh_gradient(Tensor dx, const Tensor& dy, const Tensor& x) {
-  return record("tanh_backward", std::move(dx), {dy, x}, [dy, x](const Tensor& g) {
+// f' and f'' written with ops, for the functions whose kernel gradient is
+// recorded as it is (recorded_kernel_gradient).
+//   tanh:  f' = 1 − t²,  f'' = −2 t (1 − t²),  t = tanh x
+//   gelu:  u = c (x + a x³), t = tanh u, u' = c (1 + 3 a x²), u'' = 6 c a x
+//          f' = ½ (1 + t) + ½ x (1 − t²) u'
+//          f'' = (1 − t²) (u' − x t u'² + ½ x u'')
+struct Derivatives {
+  Tensor slope;      // f'(x)
+  Tensor curvature;  // f''(x)
+};
+
+Derivatives recorded_derivatives(Unary op, const Tensor& x) {
+  constexpr real c = kernels::kGeluC, a = kernels::kGeluA;
+  if (op == Unary::tanh) {
     const Tensor t = tanh(x);
     const Tensor slope = sub(scalar(real(1)), mul(t, t));
-    return Gradients{mul(g, slope), mul(mul(g, dy), mul(scalar(real(-2)), mul(t, slope)))};
+    return {slope, mul(scalar(real(-2)), mul(t, slope))};
+  }
+  check(op == Unary::gelu, "recorded_derivatives: no recorded derivatives for this function");
+  const Tensor x2 = mul(x, x);
+  const Tensor t = tanh(mul(scalar(c), add(x, mul(scalar(a), mul(x2, x)))));
+  const Tensor one_minus_t2 = sub(scalar(real(1)), mul(t, t));
+  const Tensor du = mul(scalar(c), add(scalar(real(1)), mul(scalar(real(3) * a), x2)));
+  const Tensor d2u = mul(scalar(real(6) * c * a), x);
+  const Tensor half = scalar(real(0.5));
+  const Tensor slope =
+      add(mul(half, add(scalar(real(1)), t)), mul(mul(mul(half, x), one_minus_t2), du));
+  const Tensor curvature =
+      mul(one_minus_t2, add(sub(du, mul(mul(x, t), mul(du, du))), mul(mul(half, x), d2u)));
+  return {slope, curvature};
+}
+
+// dx = dy ⊙ f'(x) as the kernel formed it, recorded as the op it is:
+//   ∂/∂dy = g ⊙ f'(x),   ∂/∂x = g ⊙ dy ⊙ f''(x).
+// (The kernel forms 1 − y² with a fused multiply-add where the machine has
+// one, so the ops 1 − y ⊙ y would round differently; kept, dx is the same bits
+// with create_graph as without.) For tanh and gelu.
+Tensor recorded_kernel_gradient(Unary op, const char* name, Tensor dx, const Tensor& dy,
+                                const Tensor& x) {
+  return record(name, std::move(dx), {dy, x}, [op, dy, x](const Tensor& g) {
+    const Derivatives f = recorded_derivatives(op, x);
+    return Gradients{mul(g, f.slope), mul(mul(g, dy), f.curvature)};
   });
 }
+
+bool gradient_is_recorded_kernel(Unary op) { return op == Unary::tanh || op == Unary::gelu; }
 
 // y = f(x) elementwise; backward dx = dy · f'(x) by the fused kernel, which
 // reads x or y as the derivative needs (e.g. tanh' = 1 − y²). x as given is
@@ -250,20 +285,23 @@ Tensor unary(Unary op, const char* name, const Tensor& x_in) {
   Tensor y = Tensor::empty(x.shape());
   kernels::unary_forward(op, y.data(), x.data(), x.numel());
   Tensor x_copy = x_in.is_contiguous() ? Tensor() : x;
-  return record(name, y, {x_in},
-                [op, x_copy = std::move(x_copy), y = saved_output(y)](const Tensor& dy_in) {
-                  const Tensor& x_in = backward_inputs()[0];
-                  const bool recording = grad_enabled();
-                  if (recording && op != Unary::tanh) {
-                    return Gradients{unary_gradient(op, dy_in, x_in)};
-                  }
-                  const Tensor& x = x_copy.defined() ? x_copy : x_in;
-                  const Tensor dy = dy_in.contiguous_data();
-                  Tensor dx = Tensor::empty(x.shape());
-                  kernels::unary_backward(op, dx.data(), dy.data(), x.data(), y.data(), x.numel());
-                  if (recording) return Gradients{recorded_tanh_gradient(dx, dy_in, x_in)};
-                  return Gradients{dx};
-                });
+  return record(
+      name, y, {x_in}, [op, x_copy = std::move(x_copy), y = saved_output(y)](const Tensor& dy_in) {
+        const Tensor& x_in = backward_inputs()[0];
+        const bool recording = grad_enabled();
+        if (recording && !gradient_is_recorded_kernel(op)) {
+          return Gradients{unary_gradient(op, dy_in, x_in)};
+        }
+        const Tensor& x = x_copy.defined() ? x_copy : x_in;
+        const Tensor dy = dy_in.contiguous_data();
+        Tensor dx = Tensor::empty(x.shape());
+        kernels::unary_backward(op, dx.data(), dy.data(), x.data(), y.data(), x.numel());
+        if (recording) {
+          return Gradients{recorded_kernel_gradient(
+              op, op == Unary::tanh ? "tanh_backward" : "gelu_backward", dx, dy_in, x_in)};
+        }
+        return Gradients{dx};
+      });
 }
 
 }  // namespace
@@ -278,6 +316,8 @@ Tensor tanh(const Tensor& x) { return unary(Unary::tanh, "tanh", x); }  // dx = 
 Tensor sigmoid(const Tensor& x) { return unary(Unary::sigmoid, "sigmoid", x); }  // dy ⊙ y(1 − y)
 Tensor relu(const Tensor& x) { return unary(Unary::relu, "relu", x); }  // dy where x > 0, else 0
 Tensor softplus(const Tensor& x) { return unary(Unary::softplus, "softplus", x); }  // dy ⊙ σ(x)
+// ½ x (1 + tanh(√(2/π) (x + 0.044715 x³))), dx = dy ⊙ its slope (kernels_unary.hpp)
+Tensor gelu(const Tensor& x) { return unary(Unary::gelu, "gelu", x); }
 
 // y = x^p            dx = dy ⊙ p · x^(p−1)
 // (recording: (dy · p) ⊙ pow(x, p − 1) with ops, the kernel's order)

@@ -23,7 +23,10 @@ namespace attograd::kernels {
 // The elementwise functions with a kernel of their own. Each has one entry,
 // UnaryKernel<Unary::f> in tensor/kernels_unary.hpp, with its formula, its
 // SIMD formula and its derivative; `count` ends the list and is no function.
-enum class Unary { neg, exp, log, sqrt, sin, cos, tanh, sigmoid, relu, softplus, count };
+enum class Unary { neg, exp, log, sqrt, sin, cos, tanh, sigmoid, relu, softplus, gelu, count };
+// GELU's tanh form, y = ½ x (1 + tanh(c (x + a x³))): its two constants.
+inline constexpr real kGeluC = real(0.7978845608028654);  // √(2/π)
+inline constexpr real kGeluA = real(0.044715);
 enum class Binary { add, sub, mul, div };
 // How a matrix operand is stored: Normal means A[i][k] = a[i*K + k];
 // Transposed means the array holds Aᵀ, so A[i][k] = a[k*M + i].

@@ -223,6 +223,40 @@ struct UnaryKernel<Unary::softplus> : UnaryKernelDefaults {
   }
 };
 
+// GELU in its tanh form (GPT-2's, nanoGPT's):
+//   y = ½ x (1 + t),  t = tanh u,  u = c (x + a x³),  c = √(2/π), a = 0.044715
+//                       dx = dy · (½ (1 + t) + ½ x (1 − t²) c (1 + 3 a x²))
+template <>
+struct UnaryKernel<Unary::gelu> : UnaryKernelDefaults {
+  static constexpr const char* name = "gelu";
+  static constexpr bool derivative_uses_x = true;
+  static constexpr real c = kGeluC;
+  static constexpr real a = kGeluA;
+  static real forward(real x) {
+    const real t = std::tanh(c * (x + a * x * x * x));
+    return real(0.5) * x * (real(1) + t);
+  }
+  template <typename B>
+  static B forward_simd(B x) {
+    const B t = xsimd::tanh(B(c) * (x + B(a) * x * x * x));
+    return B(real(0.5)) * x * (B(real(1)) + t);
+  }
+  static real backward(real dy, real x, real) {
+    const real t = std::tanh(c * (x + a * x * x * x));
+    const real slope = real(0.5) * (real(1) + t) +
+                       real(0.5) * x * (real(1) - t * t) * c * (real(1) + real(3) * a * x * x);
+    return dy * slope;
+  }
+  template <typename B>
+  static B backward_simd(B dy, B x, B) {
+    const B t = xsimd::tanh(B(c) * (x + B(a) * x * x * x));
+    const B slope = B(real(0.5)) * (B(real(1)) + t) + B(real(0.5)) * x * (B(real(1)) - t * t) *
+                                                          B(c) *
+                                                          (B(real(1)) + B(real(3) * a) * x * x);
+    return dy * slope;
+  }
+};
+
 // Calls f(std::integral_constant<Unary, op>()) for every op, in the order of
 // the enum: f's body reaches the entry as UnaryKernel<decltype(c)::value>.
 template <typename F, int... i>

@@ -175,6 +175,8 @@ std::vector<GradcheckRow> gradcheck_table() {
   unary(
       "softplus", [](const Inputs& x) { return softplus(x[0]); }, any_values, "smooth");
   unary(
+      "gelu", [](const Inputs& x) { return gelu(x[0]); }, any_values, "smooth (tanh form)");
+  unary(
       "pow: p = 3", [](const Inputs& x) { return pow(x[0], real(3)); }, any_values,
       "integer power, any sign");
   unary(

@@ -82,6 +82,7 @@ std::vector<OpCase> op_cases() {
       {"sigmoid", [](const Tensor& x) { return sigmoid(x); }},
       {"relu", [](const Tensor& x) { return relu(x); }},
       {"softplus", [](const Tensor& x) { return softplus(x); }},
+      {"gelu", [](const Tensor& x) { return gelu(x); }},
       {"pow 3", [](const Tensor& x) { return pow(x, real(3)); }}};
   const std::vector<std::pair<std::string, Tensor (*)(const Tensor&)>> positive = {
       {"log", [](const Tensor& x) { return log(x); }},
