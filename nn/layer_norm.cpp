@@ -19,11 +19,13 @@ LayerNorm::LayerNorm(const LayerNormOptions& options) : Layer("LayerNorm"), opti
         options.eps());
   if (options.elementwise_affine()) {
     weight = Tensor::empty(shape);
-    bias = Tensor::empty(shape);
     ones_(weight);
-    zeros_(bias);
     register_parameter("weight", weight);
-    register_parameter("bias", bias);
+    if (options.bias()) {
+      bias = Tensor::empty(shape);
+      zeros_(bias);
+      register_parameter("bias", bias);
+    }
   }
 }
 
@@ -34,8 +36,9 @@ Tensor LayerNorm::forward(const Tensor& x) {
 }
 
 std::string LayerNorm::extra_repr() const {
-  return fmt::format("{}, eps={}, elementwise_affine={}", options_.normalized_shape(),
-                     options_.eps(), options_.elementwise_affine());
+  return fmt::format("{}, eps={}, elementwise_affine={}{}", options_.normalized_shape(),
+                     options_.eps(), options_.elementwise_affine(),
+                     options_.bias() ? "" : ", bias=false");
 }
 
 }  // namespace attograd::nn

@@ -29,15 +29,23 @@ struct LayerNormOptions {
     elementwise_affine_ = on;
     return *this;
   }
+  // With elementwise_affine, learn the bias too (default true; false gives
+  // y = x̂ ⊙ weight, PyTorch 2.1's bias=False, nanoGPT's LayerNorm).
+  LayerNormOptions& bias(bool on) {
+    bias_ = on;
+    return *this;
+  }
 
   const Shape& normalized_shape() const { return normalized_shape_; }
   double eps() const { return eps_; }
   bool elementwise_affine() const { return elementwise_affine_; }
+  bool bias() const { return bias_; }
 
  private:
   Shape normalized_shape_;
   double eps_ = 1e-5;
   bool elementwise_affine_ = true;
+  bool bias_ = true;
 };
 
 class LayerNorm : public Layer {
@@ -50,7 +58,7 @@ class LayerNorm : public Layer {
   const LayerNormOptions& options() const { return options_; }
 
   Tensor weight;  // normalized_shape, starts at 1; undefined without elementwise_affine
-  Tensor bias;    // normalized_shape, starts at 0; undefined without elementwise_affine
+  Tensor bias;    // normalized_shape, starts at 0; undefined without elementwise_affine or bias
 
  protected:
   std::string extra_repr() const override;
