@@ -1,0 +1,383 @@
+// examples/gpt/gpt_commands.cpp — see gpt_commands.hpp.
+#include "examples/gpt/gpt_commands.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <numbers>
+#include <vector>
+
+#include "autograd/engine.hpp"
+#include "autograd/ops.hpp"
+#include "examples/common/interrupt.hpp"
+#include "examples/common/output_folder.hpp"
+#include "examples/common/paths_apart.hpp"
+#include "models/gpt/char_data.hpp"
+#include "models/gpt/gpt.hpp"
+#include "models/gpt/sample.hpp"
+#include "nn/checkpoint.hpp"
+#include "nn/loss.hpp"
+#include "nn/optim.hpp"
+#include "plot/svg_line_plot.hpp"
+#include "tensor/error.hpp"
+
+namespace attograd::gpt_program {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+constexpr const char* kCheckpointName = "checkpoint.safetensors";
+constexpr const char* kDefaultData = "data/eng-fra.tsv";
+constexpr int kDefaultColumn = 1;  // the French side
+// Windows per validation forward; and the windows of a progress line's
+// estimate (the final figure reads every window).
+constexpr int64_t kEvalBatch = 64;
+constexpr int64_t kProgressWindows = 256;
+constexpr int64_t kTimingWarmup = 10;  // iterations before tokens/s is timed
+
+struct Text {
+  gpt::Vocabulary vocabulary;
+  gpt::Split split;
+};
+
+Text load_text(const std::string& data, int column, int64_t block) {
+  const gpt::CharText text = gpt::read_char_text(data, column);
+  gpt::Vocabulary vocabulary(text.characters);
+  gpt::Split split = gpt::split_90_10(vocabulary.encode(text.characters));
+  const auto train = static_cast<int64_t>(split.train.size());
+  const auto validation = static_cast<int64_t>(split.validation.size());
+  if (train <= block || validation < block + 1) {
+    throw cli::UsageError(fmt::format(
+        "--data: the text has {} characters: its 90 % ({}) and 10 % ({}) must each hold a "
+        "window of --block {} + 1; give a text of at least {} characters or a smaller --block",
+        text.characters.size(), train, validation, block, 10 * (block + 1)));
+  }
+  return {std::move(vocabulary), std::move(split)};
+}
+
+gpt::GPTOptions model_options(int64_t vocabulary, const TrainFlags& flags) {
+  return gpt::GPTOptions(vocabulary)
+      .block_size(flags.block)
+      .n_layer(flags.layers)
+      .n_head(flags.heads)
+      .n_embd(flags.embd);
+}
+
+// The mean cross-entropy over the first `limit` validation windows (all with
+// limit < 0).
+double validation_loss(gpt::GPT& model, const std::vector<int64_t>& ids, int64_t block,
+                       int64_t limit) {
+  const nn::EvalModeGuard eval_mode(model);
+  const NoGradGuard no_grad;
+  std::vector<int64_t> offsets = gpt::window_offsets(int64_t(ids.size()), block);
+  if (limit >= 0 && int64_t(offsets.size()) > limit) offsets.resize(size_t(limit));
+  double total = 0;
+  for (size_t first = 0; first < offsets.size(); first += kEvalBatch) {
+    const size_t count = std::min<size_t>(kEvalBatch, offsets.size() - first);
+    std::vector<int64_t> inputs, targets;
+    for (size_t w = first; w < first + count; ++w) {
+      const auto at = ids.begin() + offsets[w];
+      inputs.insert(inputs.end(), at, at + block);
+      targets.insert(targets.end(), at + 1, at + block + 1);
+    }
+    total += double(model.loss(inputs, targets, int64_t(count), block).item()) * double(count);
+  }
+  return total / double(offsets.size());
+}
+
+nn::Metadata checkpoint_metadata(const TrainFlags& flags, const std::string& data, int column,
+                                 const gpt::Vocabulary& vocabulary, int64_t iteration,
+                                 const std::vector<std::pair<double, double>>& curve) {
+  nlohmann::json losses = nlohmann::json::array();
+  for (const auto& [it, loss] : curve) losses.push_back({it, loss});
+  return {
+      {"gpt.vocabulary", vocabulary.joined()},
+      {"gpt.data", data},
+      {"gpt.column", std::to_string(column)},
+      {"gpt.block", std::to_string(flags.block)},
+      {"gpt.layers", std::to_string(flags.layers)},
+      {"gpt.heads", std::to_string(flags.heads)},
+      {"gpt.embd", std::to_string(flags.embd)},
+      {"gpt.batch", std::to_string(flags.batch)},
+      {"gpt.iters", std::to_string(flags.iters)},
+      {"gpt.seed", std::to_string(flags.seed)},
+      {"gpt.iteration", std::to_string(iteration)},
+      {"gpt.decay_iters", std::to_string(flags.decay_iters > 0 ? flags.decay_iters : flags.iters)},
+      {"gpt.losses", losses.dump()}};
+}
+
+int64_t metadata_count(const nn::Metadata& metadata, const std::string& key,
+                       const std::string& file) {
+  const auto found = metadata.find(key);
+  if (found == metadata.end()) {
+    throw cli::UsageError(fmt::format(
+        "'{}' has no '{}': not a checkpoint of `gpt train`; give one that gpt train wrote", file,
+        key));
+  }
+  try {
+    return std::stoll(found->second);
+  } catch (const std::exception&) {
+    throw cli::UsageError(
+        fmt::format("'{}': '{}' is not a number; the checkpoint is damaged", file, key));
+  }
+}
+
+gpt::Vocabulary checkpoint_vocabulary(const nn::Metadata& metadata, const std::string& file) {
+  const auto found = metadata.find("gpt.vocabulary");
+  if (found == metadata.end() || found->second.empty()) {
+    throw cli::UsageError(fmt::format(
+        "'{}' has no vocabulary: not a checkpoint of `gpt train`; give one that gpt train wrote",
+        file));
+  }
+  return gpt::Vocabulary(gpt::char_text(found->second, "the checkpoint's vocabulary").characters);
+}
+
+void save_run(const fs::path& folder, const gpt::GPT& model, const nn::Optimizer& optimizer,
+              const nn::Metadata& metadata, const std::vector<std::pair<double, double>>& curve,
+              const cli::InterruptGuard& interrupts) {
+  cli::OutputSet files(folder);
+  nn::save_training_state(files.staged(kCheckpointName), model, &optimizer, metadata);
+  std::vector<double> x, y;
+  for (const auto& [it, loss] : curve) {
+    x.push_back(it);
+    y.push_back(loss);
+  }
+  plot::LineChart chart;
+  chart.title("GPT: validation loss (cross-entropy per character)")
+      .x_label("iteration")
+      .y_label("loss")
+      .legend(plot::LegendPosition::hidden);
+  if (!x.empty()) chart.line("validation", x, y);
+  chart.save(files.staged("loss.svg"));
+  interrupts.during_save();
+  files.commit();
+}
+
+}  // namespace
+
+double learning_rate(int64_t iteration, const TrainFlags& flags) {
+  if (iteration < flags.warmup) {
+    return flags.lr * double(iteration + 1) / double(flags.warmup + 1);
+  }
+  const int64_t end = flags.decay_iters > 0 ? flags.decay_iters : flags.iters;
+  if (iteration >= end) return flags.min_lr;
+  const double progress =
+      double(iteration - flags.warmup) / double(std::max<int64_t>(1, end - flags.warmup));
+  const double coefficient = 0.5 * (1.0 + std::cos(std::numbers::pi * progress));
+  return flags.min_lr + coefficient * (flags.lr - flags.min_lr);
+}
+
+void declare_train_flags(cli::Parser& parser, TrainFlags& flags) {
+  parser
+      .flag("data", flags.data,
+            "UTF-8 text to train on (default: the French side of data/eng-fra.tsv, one sentence "
+            "a line)")
+      .flag("out", flags.out, "folder for checkpoint.safetensors and loss.svg")
+      .flag("resume", flags.resume, "checkpoint of an earlier run to continue (to --iters)")
+      .flag("iters", flags.iters, "training iterations", cli::size_at_most(10'000'000))
+      .flag("batch", flags.batch, "windows per iteration", cli::size_at_most(4096))
+      .flag("block", flags.block, "characters of context", cli::size_at_most(4096))
+      .flag("layers", flags.layers, "transformer blocks", cli::size_at_most(64))
+      .flag("heads", flags.heads, "attention heads (divide --embd)", cli::size_at_most(64))
+      .flag("embd", flags.embd, "channels per position", cli::size_at_most(8192))
+      .flag("lr", flags.lr, "peak learning rate", cli::in_range(1e-9, 10))
+      .flag("min-lr", flags.min_lr, "learning rate at the last iteration", cli::in_range(0, 10))
+      .flag("warmup", flags.warmup, "warm-up iterations", cli::count_at_most(10'000'000))
+      .flag("decay-iters", flags.decay_iters,
+            "the iteration where the cosine decay reaches --min-lr (0: --iters)",
+            cli::count_at_most(10'000'000))
+      .flag("weight-decay", flags.weight_decay, "AdamW's decay of the matrices",
+            cli::in_range(0, 10))
+      .flag("grad-clip", flags.grad_clip, "largest gradient norm (0: no clipping)",
+            cli::in_range(0, 1e6))
+      .flag("eval-every", flags.eval_every, "iterations between progress lines",
+            cli::size_at_most(10'000'000))
+      .flag("seed", flags.seed, "seed for the weights and the batches", cli::non_negative())
+      .flag("json", flags.json,
+            "end with one JSON line: iterations, train_loss, val_loss, tokens_per_second");
+}
+
+void declare_sample_flags(cli::Parser& parser, SampleFlags& flags) {
+  parser.flag("checkpoint", flags.checkpoint, "checkpoint written by gpt train")
+      .flag("prompt", flags.prompt, "text to continue (characters of the training text)")
+      .flag("tokens", flags.tokens, "characters to add", cli::size_at_most(1'000'000))
+      .flag("temperature", flags.temperature, "softmax temperature", cli::in_range(1e-3, 100))
+      .flag("top-k", flags.top_k, "draw from the K likeliest characters (0: all)",
+            cli::count_at_most(1 << 16))
+      .flag("seed", flags.seed, "seed of the draws", cli::non_negative())
+      .flag("no-kv-cache", flags.no_kv_cache,
+            "recompute the whole context for every character instead of caching keys and values");
+}
+
+int run_train(const TrainFlags& given_flags) {
+  TrainFlags flags = given_flags;
+  std::string data = flags.data.empty() ? kDefaultData : flags.data;
+  int column = flags.data.empty() ? kDefaultColumn : -1;
+  const fs::path folder = flags.out;
+  int64_t start = 0;
+  nn::Metadata resumed;
+  if (!flags.resume.empty()) {
+    resumed = nn::read_metadata(flags.resume);
+    flags.block = metadata_count(resumed, "gpt.block", flags.resume);
+    flags.layers = metadata_count(resumed, "gpt.layers", flags.resume);
+    flags.heads = metadata_count(resumed, "gpt.heads", flags.resume);
+    flags.embd = metadata_count(resumed, "gpt.embd", flags.resume);
+    flags.batch = metadata_count(resumed, "gpt.batch", flags.resume);
+    flags.seed = metadata_count(resumed, "gpt.seed", flags.resume);
+    start = metadata_count(resumed, "gpt.iteration", flags.resume);
+    if (flags.decay_iters == 0) {  // the schedule the run began with
+      flags.decay_iters = metadata_count(resumed, "gpt.decay_iters", flags.resume);
+    }
+    if (flags.data.empty()) {
+      data = resumed.at("gpt.data");
+      column = int(metadata_count(resumed, "gpt.column", flags.resume));
+    }
+  }
+  cli::PathsApart paths;
+  paths.reads("--data", data)
+      .reads("--resume", flags.resume)
+      .writes_next("--out", folder / kCheckpointName, "--resume")
+      .writes("--out", folder / "loss.svg")
+      .check();
+  cli::prepare_output_folder("--out", folder);
+
+  const Text text = load_text(data, column, flags.block);
+  if (!resumed.empty() &&
+      checkpoint_vocabulary(resumed, flags.resume).characters() != text.vocabulary.characters()) {
+    throw cli::UsageError(fmt::format(
+        "--resume '{}' was trained on another text (its vocabulary differs from --data '{}'); "
+        "give the data it was trained on",
+        flags.resume, data));
+  }
+  Generator generator(uint64_t(flags.seed));
+  gpt::GPT model(model_options(text.vocabulary.size(), flags), generator);
+  nn::AdamW adamw({{.parameters = model.decayed_parameters(), .lr = {}, .weight_decay = {}},
+                   {.parameters = model.undecayed_parameters(), .lr = {}, .weight_decay = 0.0}},
+                  nn::AdamOptions(flags.lr).betas(0.9, 0.99).weight_decay(flags.weight_decay));
+  std::vector<std::pair<double, double>> curve;
+  if (!flags.resume.empty()) {
+    nn::load_training_state(flags.resume, model, &adamw);
+    for (const auto& point : nlohmann::json::parse(resumed.at("gpt.losses"))) {
+      curve.emplace_back(point[0].get<double>(), point[1].get<double>());
+    }
+  }
+  std::cout << fmt::format(
+      "gpt: {} characters ({} train, {} validation), vocabulary {}; {} parameters; {} "
+      "iterations of {} x {}\n",
+      text.split.train.size() + text.split.validation.size(), text.split.train.size(),
+      text.split.validation.size(), text.vocabulary.size(), model.parameter_count(), flags.iters,
+      flags.batch, flags.block);
+
+  cli::InterruptGuard interrupts;
+  double timed_seconds = 0;
+  int64_t timed_iterations = 0;
+  double window_loss = 0;
+  int64_t window_count = 0;
+  double train_loss = std::nan("");
+  int64_t iteration = start;
+  for (; iteration < flags.iters && !interrupts.stop_requested(); ++iteration) {
+    const auto began = Clock::now();
+    adamw.set_lr(learning_rate(iteration, flags));
+    const gpt::Batch batch =
+        gpt::random_batch(text.split.train, flags.batch, flags.block,
+                          uint64_t(flags.seed) * 1'000'003u + uint64_t(iteration));
+    adamw.zero_grad();
+    const Tensor loss = model.loss(batch.inputs, batch.targets, flags.batch, flags.block);
+    backward(loss);
+    if (flags.grad_clip > 0) nn::clip_grad_norm(model.parameters(), flags.grad_clip);
+    adamw.step();
+    const double value = double(loss.item());
+    if (!std::isfinite(value)) {
+      throw Error(
+          fmt::format("gpt train: the loss is {} at iteration {}; lower --lr or keep --grad-clip",
+                      value, iteration));
+    }
+    window_loss += value;
+    ++window_count;
+    if (iteration - start >= kTimingWarmup) {
+      timed_seconds += std::chrono::duration<double>(Clock::now() - began).count();
+      ++timed_iterations;
+    }
+    const bool last = iteration + 1 == flags.iters;
+    if ((iteration + 1) % flags.eval_every == 0 || last) {
+      train_loss = window_loss / double(window_count);
+      const double val =
+          validation_loss(model, text.split.validation, flags.block, last ? -1 : kProgressWindows);
+      curve.emplace_back(double(iteration + 1), val);
+      const double tokens_per_second =
+          timed_iterations > 0
+              ? double(timed_iterations * flags.batch * flags.block) / timed_seconds
+              : 0.0;
+      std::cout << fmt::format(
+                       "iter {:>6}: train loss {:.4f}, val loss {:.4f}{}, lr {:.2e}, {:.0f} "
+                       "tokens/s\n",
+                       iteration + 1, train_loss, val, last ? "" : " (first 256 windows)",
+                       learning_rate(iteration, flags), tokens_per_second)
+                << std::flush;
+      window_loss = 0;
+      window_count = 0;
+    }
+  }
+  const double val_loss = curve.empty() ? std::nan("") : curve.back().second;
+  save_run(folder, model, adamw,
+           checkpoint_metadata(flags, data, column, text.vocabulary, iteration, curve), curve,
+           interrupts);
+  std::cout << fmt::format("Wrote {} and loss.svg in {}\n", kCheckpointName, folder.string());
+  if (interrupts.requested()) {
+    std::cerr << fmt::format(
+        "gpt train: stopped by {} after iteration {}; continue with --resume {}\n",
+        interrupts.what(), iteration, (folder / kCheckpointName).string());
+    return interrupts.exit_status();
+  }
+  if (flags.json) {
+    const double tokens_per_second =
+        timed_iterations > 0 ? double(timed_iterations * flags.batch * flags.block) / timed_seconds
+                             : 0.0;
+    std::cout << nlohmann::json{{"iterations", iteration},
+                                {"train_loss", train_loss},
+                                {"val_loss", val_loss},
+                                {"tokens_per_second", tokens_per_second},
+                                {"parameters", model.parameter_count()}}
+                     .dump()
+              << "\n";
+  }
+  return 0;
+}
+
+int run_sample(const SampleFlags& flags) {
+  const nn::Metadata metadata = nn::read_metadata(flags.checkpoint);
+  const gpt::Vocabulary vocabulary = checkpoint_vocabulary(metadata, flags.checkpoint);
+  TrainFlags sizes;
+  sizes.block = metadata_count(metadata, "gpt.block", flags.checkpoint);
+  sizes.layers = metadata_count(metadata, "gpt.layers", flags.checkpoint);
+  sizes.heads = metadata_count(metadata, "gpt.heads", flags.checkpoint);
+  sizes.embd = metadata_count(metadata, "gpt.embd", flags.checkpoint);
+  gpt::GPT model(model_options(vocabulary.size(), sizes));
+  nn::load(model, flags.checkpoint);
+  if (flags.prompt.empty()) {
+    throw cli::UsageError("--prompt is empty; give at least one character to continue");
+  }
+  std::vector<int64_t> prompt;
+  try {
+    prompt = vocabulary.encode(gpt::char_text(flags.prompt, "--prompt").characters);
+  } catch (const Error& error) {
+    throw cli::UsageError(fmt::format("--prompt: {}", error.what()));
+  }
+  const std::vector<int64_t> ids = gpt::sample(model, prompt,
+                                               {.tokens = flags.tokens,
+                                                .temperature = flags.temperature,
+                                                .top_k = flags.top_k,
+                                                .seed = uint64_t(flags.seed),
+                                                .kv_cache = !flags.no_kv_cache});
+  std::cout << flags.prompt << vocabulary.decode(ids) << "\n";
+  return 0;
+}
+
+}  // namespace attograd::gpt_program
