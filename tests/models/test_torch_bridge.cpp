@@ -318,7 +318,7 @@ TEST_CASE("torch_bridge: only regular files are read, and OUT must be a file in 
       {{"to-torch", "missing.safetensors", "out.pt"}, "missing.safetensors: No such file"},
       {{"to-torch", checkpoint.string(), (checkpoint / "out.pt").string()}, "is not a folder"},
       {{"from-torch", bundle.string(), scratch.path.string()}, "it is a folder; name a file"},
-      {{"to-torch", checkpoint.string()}, "the following arguments are required: out"},
+      {{"to-torch", checkpoint.string()}, "the following arguments are required: OUT"},
   };
   require_refusals(kBridge, refusals, scratch);
   CHECK_FALSE(std::filesystem::exists(scratch.path / "out.pt"));
@@ -644,7 +644,7 @@ TEST_CASE("torch_finetune: bad input is one line and exit status 2, before any p
        "argument --nproc: 'two' is not a number"},
       {{tutorial_bundle.string(), "out.pt", "--nnodes", "2", "--node-rank", "2"},
        "--node-rank 2 must be below --nnodes 2"},
-      {{tutorial_bundle.string()}, "the following arguments are required: out"},
+      {{tutorial_bundle.string()}, "the following arguments are required: OUT"},
   };
   require_refusals(kFinetune, refusals, scratch);
   CHECK_FALSE(fs::exists(scratch.path / "out.pt"));
