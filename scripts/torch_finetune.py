@@ -472,6 +472,9 @@ def main(argv):
         worker(int(os.environ["LOCAL_RANK"]), job)
         return 0
     job["faults"] = mp.get_context("spawn").SimpleQueue()
+    # The processes' faults reach the user as one line (fault()); c10d's own
+    # C++ log lines about them (a port it cannot bind) would come on top.
+    os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "FATAL")
     processes = mp.spawn(worker, args=(job,), nprocs=arguments.nproc, join=False)
     try:
         while not processes.join():
