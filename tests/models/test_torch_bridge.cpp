@@ -740,14 +740,15 @@ int unused_port() {
 
 }  // namespace
 
-TEST_CASE("torch_bridge and torch_finetune: no output replaces an input, by any spelling",
+TEST_CASE("torch_bridge and torch_finetune: no output replaces an input by any spelling",
           "[torch]") {
   if (!torch_installed()) return;
   const TemporaryFolder scratch("attograd_torch_paths");
   const FinetuneInputs inputs = finetune_inputs(scratch);
   const fs::path other_pairs = scratch.path / "other_pairs.tsv", out = scratch.path / "out.pt",
                  link = scratch.path / "link.pt", hard = scratch.path / "hard.pt",
-                 checkpoint_link = scratch.path / "checkpoint_link.safetensors";
+                 checkpoint_link = scratch.path / "checkpoint_link.safetensors",
+                 dotted_out = scratch.path / "." / "out.pt";
   fs::copy_file(inputs.pairs, other_pairs);
   fs::create_symlink(inputs.bundle, link);
   fs::create_hard_link(inputs.bundle, hard);
@@ -793,9 +794,9 @@ TEST_CASE("torch_bridge and torch_finetune: no output replaces an input, by any 
        "--report '" + other_pairs.string() + "' is an input (--data)"},
       {kFinetune, {bundle, pairs}, "OUT '" + pairs + "' is an input (the data file SOURCE names)"},
       {kFinetune,
-       {bundle, out.string(), "--report", "./out.pt"},
-       "OUT '" + out.string() +
-           "' and --report './out.pt' are one file: one would overwrite the "
+       {bundle, out.string(), "--report", dotted_out.string()},
+       "OUT '" + out.string() + "' and --report '" + dotted_out.string() +
+           "' are one file: one would overwrite the "
            "other; give them different paths"},
   };
   for (const Clash& clash : clashes) {
@@ -821,8 +822,9 @@ TEST_CASE("torch_finetune: a --master-port in use ends at once with exit 2 and t
   const std::string port = std::to_string(taken.port());
   const TimedRun timed =
       timed_python(kFinetune,
-                   {inputs.bundle.string(), "out.pt", "--steps", "2", "--batch", "8", "--report",
-                    "report.jsonl", "--master-port", port, "--timeout", "3"},
+                   {inputs.bundle.string(), (scratch.path / "out.pt").string(), "--steps", "2",
+                    "--batch", "8", "--report", (scratch.path / "report.jsonl").string(),
+                    "--master-port", port, "--timeout", "3"},
                    scratch);
   const std::string line = refusal_line(timed);
   CHECK(line == "error: --master-port " + port + ": 127.0.0.1:" + port +
@@ -840,8 +842,8 @@ TEST_CASE("torch_finetune: a node whose node 0 never comes ends after --timeout 
   const std::string port = std::to_string(unused_port());
   const TimedRun timed =
       timed_python(kFinetune,
-                   {inputs.bundle.string(), "out.pt", "--nproc", "1", "--nnodes", "2",
-                    "--node-rank", "1", "--master-port", port, "--timeout", "3"},
+                   {inputs.bundle.string(), (scratch.path / "out.pt").string(), "--nproc", "1",
+                    "--nnodes", "2", "--node-rank", "1", "--master-port", port, "--timeout", "3"},
                    scratch);
   const std::string line = refusal_line(timed);
   CHECK(line.rfind("error: no node 0 at 127.0.0.1:" + port + ": waited ", 0) == 0);
@@ -851,8 +853,8 @@ TEST_CASE("torch_finetune: a node whose node 0 never comes ends after --timeout 
 }
 
 TEST_CASE(
-    "torch_finetune: a process that dies mid-run ends the job with exit 2 naming its rank, "
-    "and OUT is left as it was",
+    "torch_finetune: a process that dies mid-run ends the job with exit 2 naming its rank; OUT "
+    "is left as it was",
     "[torch]") {
   if (!torch_installed()) return;
   const TemporaryFolder scratch("attograd_torch_faults");
@@ -861,7 +863,7 @@ TEST_CASE(
   write_file(out, "an older fine-tune");
   const std::vector<std::string> arguments = {
       inputs.bundle.string(), out.string(), "--steps", "4", "--batch", "8", "--report",
-      "report.jsonl",         "--timeout",  "3"};
+      report.string(),        "--timeout",  "3"};
   // On one machine: the parent sees its process 1 end.
   std::vector<std::string> one_machine = arguments;
   one_machine.insert(one_machine.end(), {"--nproc", "2"});
@@ -875,7 +877,8 @@ TEST_CASE(
   // Two nodes of one process each: node 0's process sees its peer's
   // connection close in the middle of a step.
   const std::string port = std::to_string(unused_port());
-  std::string node1 = "ATTOGRAD_TEST_FINETUNE_EXIT=1:2 /usr/bin/timeout --kill-after=5 60 " +
+  std::string node1 = "cd '" + scratch.path.string() +
+                      "' && ATTOGRAD_TEST_FINETUNE_EXIT=1:2 /usr/bin/timeout --kill-after=5 60 " +
                       kPython.string() + " " + kFinetune.string();
   for (const std::string& argument : arguments) node1 += " '" + argument + "'";
   node1 += " --nproc 1 --nnodes 2 --node-rank 1 --master-port " + port;
