@@ -145,6 +145,7 @@ def worker(local_rank, job):
 
     torch.set_num_threads(1)
     timeout = datetime.timedelta(seconds=job["timeout"])
+    start = time.monotonic()
     try:
         if job["torchrun"]:
             rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
@@ -158,10 +159,13 @@ def worker(local_rank, job):
         reason = reason[-1] if reason else type(error).__name__
         if "address already in use" in reason.lower():
             fault(job, port_in_use(job))
-        fault(job, f"the {job['world_size']} processes did not meet at "
-              f"{job['addr']}:{job['port']} within {job['timeout']:g} s (--timeout) "
-              f"({shown(reason)}); start node 0 first and the other nodes within --timeout, "
-              "with the same --master-addr and --master-port")
+        # PyTorch waits up to --timeout twice: for the processes to reach the
+        # store, then for their addresses in it.
+        fault(job, f"the job's {job['world_size']} processes did not all meet at "
+              f"{job['addr']}:{job['port']}: rank {rank} waited "
+              f"{time.monotonic() - start:.0f} s (--timeout {job['timeout']:g}; "
+              f"{shown(reason)}); start every node within --timeout of node 0, with the same "
+              "--master-addr, --master-port and --nnodes")
     progress = {"step": 0, "peers": []}
     try:
         train(rank, world, job, progress)

@@ -852,6 +852,26 @@ TEST_CASE("torch_finetune: a node whose node 0 never comes ends after --timeout 
   CHECK_FALSE(fs::exists(scratch.path / "out.pt"));
 }
 
+TEST_CASE("torch_finetune: a node 0 whose other nodes never come ends after --timeout with exit 2",
+          "[torch]") {
+  if (!torch_installed()) return;
+  const TemporaryFolder scratch("attograd_torch_faults");
+  const FinetuneInputs inputs = finetune_inputs(scratch);
+  const std::string port = std::to_string(unused_port());
+  const TimedRun timed =
+      timed_python(kFinetune,
+                   {inputs.bundle.string(), (scratch.path / "out.pt").string(), "--nproc", "1",
+                    "--nnodes", "2", "--node-rank", "0", "--master-port", port, "--timeout", "1"},
+                   scratch);
+  const std::string line = refusal_line(timed);
+  CHECK(line.rfind("error: the job's 2 processes did not all meet at 127.0.0.1:" + port +
+                       ": rank 0 waited ",
+                   0) == 0);
+  CHECK(line.find("start every node within --timeout of node 0, with the same --master-addr, "
+                  "--master-port and --nnodes") != std::string::npos);
+  CHECK_FALSE(fs::exists(scratch.path / "out.pt"));
+}
+
 TEST_CASE(
     "torch_finetune: a process that dies mid-run ends the job with exit 2 naming its rank; OUT "
     "is left as it was",
