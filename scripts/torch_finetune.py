@@ -37,11 +37,12 @@ flags, no pairs, OUT or --report naming SOURCE, a data file or each other)
 with a one-line "error: ..." message, before any process starts.
 
 Network faults end the same way, exit 2 and one line naming the address, the
-port and the remedy, within --timeout seconds (default 60): a --master-port
-already in use (checked before any process starts); no node 0 listening at
---master-addr:--master-port (a node of rank 1 or more waits --timeout for it);
-a job whose processes do not all arrive within --timeout; a process that dies
-mid-run (the others stop, the line names its rank). A collective that waits
+port or rank and the remedy, bounded by --timeout SECONDS (default 60): a
+--master-port already in use (checked before any process starts: at once); no
+node 0 listening at --master-addr:--master-port (a node of rank 1 or more
+waits --timeout for it); a job whose processes do not all arrive (PyTorch waits
+up to twice --timeout); a process that dies mid-run (at once: the others stop,
+the line names its rank). A collective that waits
 longer than --timeout for the slowest process fails the same way: raise it for
 steps that take longer. On every failure OUT and --report are left as they were.
 """
@@ -417,7 +418,12 @@ def bounded(kind, low, high):
 
 
 def main(argv):
-    parser = torch_bridge.Parser(prog="torch_finetune.py", description=__doc__.split("\n\n")[0])
+    parser = torch_bridge.Parser(
+        prog="torch_finetune.py", description=__doc__.split("\n\n")[0],
+        epilog="A network fault (a --master-port in use, no node 0 at --master-addr, a job "
+               "whose processes do not all meet, a process that dies mid-run) ends with exit "
+               "status 2 and one line naming the address, port or rank and the remedy, within "
+               "at most twice --timeout seconds, and leaves OUT and --report as they were (docs/pytorch.md).")
     parser.add_argument("source", metavar="SOURCE",
                         help="bundle of torch_bridge.py to-torch (batched or transformer)")
     parser.add_argument("out", metavar="OUT",
@@ -435,15 +441,17 @@ def main(argv):
     parser.add_argument("--num-examples", type=bounded(int, 1, 100_000),
                         help="the first N pairs (default: as many as training used)")
     parser.add_argument("--seed", type=bounded(int, 0, 2 ** 31 - 1), default=0)
-    parser.add_argument("--report", help="JSON lines: each step's loss and parameter digests")
+    parser.add_argument("--report", help="JSON lines: each step's loss and parameter digests "
+                                         "(not OUT nor an input)")
     parser.add_argument("--nnodes", type=bounded(int, 1, MAX_NODES), default=1,
                         help="machines in the job (default 1)")
     parser.add_argument("--node-rank", type=bounded(int, 0, MAX_NODES - 1), default=0,
                         help="this machine's index, 0 on the one named by --master-addr")
     parser.add_argument("--master-addr", help="node 0's address (default 127.0.0.1)")
-    parser.add_argument("--master-port", type=bounded(int, 1, 65535),
+    parser.add_argument("--master-port", type=bounded(int, 1, 65535), metavar="PORT",
                         help="node 0's port (default: a free one; required with --nnodes > 1)")
     parser.add_argument("--timeout", type=bounded(float, 1, MAX_TIMEOUT), default=60.0,
+                        metavar="SECONDS",
                         help="seconds to wait for node 0, for the job's processes to meet and "
                              "for each collective step before ending with exit status 2 "
                              "(default 60)")
