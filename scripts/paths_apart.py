@@ -37,12 +37,42 @@ class PathsClash(Exception):
     """An output that is an input or another output; the message names both."""
 
 
-def quoted(path):
-    """A path for a message: non-printable characters escaped, cut to QUOTED_PATH_CHARS."""
-    text = os.fsdecode(path)
-    cut = len(text) > QUOTED_PATH_CHARS
-    text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text[:QUOTED_PATH_CHARS])
-    return text + ("…" if cut else "")
+def utf8_sequence_length(data, i):
+    """The length of the valid UTF-8 sequence starting at data[i], or 0
+    (tensor/printable.hpp's utf8_sequence_length)."""
+    lead = data[i]
+    length = 4 if 0xf0 <= lead <= 0xf4 else 3 if lead >= 0xe0 else 2 if lead >= 0xc2 else 0
+    if length == 0 or i + length > len(data):
+        return 0
+    return length if all(data[i + k] & 0xc0 == 0x80 for k in range(1, length)) else 0
+
+
+def quoted(path, max_chars=QUOTED_PATH_CHARS):
+    """A path as a message shows it, byte for byte as tensor/printable.hpp's
+    printable(): control characters (C0, DEL, C1) and bytes that are not
+    UTF-8 become \\xNN or \\u00NN, and past `max_chars` bytes it is cut, ending in "…"."""
+    data = os.fsencode(path)
+    out = bytearray()
+    i = 0
+    while i < len(data) and len(out) < max_chars:
+        byte = data[i]
+        if 0x20 <= byte < 0x7f:
+            out.append(byte)
+            i += 1
+            continue
+        length = utf8_sequence_length(data, i) if byte >= 0x80 else 0
+        if length == 0:
+            out += b"\\x%02x" % byte
+            i += 1
+        elif byte == 0xc2 and data[i + 1] <= 0x9f:
+            out += b"\\u00%02x" % data[i + 1]
+            i += 2
+        else:
+            out += data[i:i + length]
+            i += length
+    if i < len(data):
+        out += "…".encode()
+    return out.decode("utf-8", "surrogateescape")
 
 
 def key_of(path):

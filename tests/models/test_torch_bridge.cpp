@@ -25,6 +25,8 @@
 #include <vector>
 
 #include "attograd.hpp"
+#include "examples/common/cli.hpp"
+#include "examples/common/paths_apart.hpp"
 #include "models/batched_seq2seq/batched_seq2seq.hpp"
 #include "models/seq2seq/seq2seq.hpp"
 #include "models/seq2seq/training.hpp"
@@ -739,6 +741,108 @@ int unused_port() {
 }
 
 }  // namespace
+
+namespace {
+
+// One call on a PathsApart: reads, writes, writes_next (`extra` the input it
+// continues) or writes_matching (`extra` the pattern).
+struct PathsCall {
+  std::string kind, flag;
+  fs::path path;
+  std::string extra;
+};
+
+// The message cli::PathsApart's check() throws for `calls`, or "".
+std::string cpp_clash(const std::vector<PathsCall>& calls) {
+  cli::PathsApart paths;
+  for (const PathsCall& call : calls) {
+    if (call.kind == "reads") paths.reads(call.flag, call.path);
+    if (call.kind == "writes") paths.writes(call.flag, call.path);
+    if (call.kind == "writes_next") paths.writes_next(call.flag, call.path, call.extra);
+    if (call.kind == "writes_matching") paths.writes_matching(call.flag, call.path, call.extra);
+  }
+  try {
+    paths.check();
+  } catch (const cli::UsageError& error) {
+    return error.what();
+  }
+  return "";
+}
+
+// The message scripts/paths_apart.py's check() raises for `calls`, or "".
+// Paths travel as hex, so any byte does.
+std::string python_clash(const std::vector<PathsCall>& calls, const TemporaryFolder& scratch) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const PathsCall& call : calls) {
+    std::string hex;
+    for (const unsigned char byte : call.path.string()) hex += fmt::format("{:02x}", byte);
+    list.push_back({call.kind, call.flag, hex, call.extra});
+  }
+  const std::string program =
+      "import json, os, sys\n"
+      "sys.path.insert(0, sys.argv[1])\n"
+      "from paths_apart import PathsApart, PathsClash\n"
+      "paths = PathsApart()\n"
+      "for kind, flag, path, extra in json.load(sys.stdin):\n"
+      "    path = os.fsdecode(bytes.fromhex(path))\n"
+      "    getattr(paths, kind)(flag, path, *([extra] if extra else []))\n"
+      "try:\n"
+      "    paths.check()\n"
+      "except PathsClash as error:\n"
+      "    sys.stdout.buffer.write(str(error).encode('utf-8', 'surrogateescape'))\n";
+  const ProgramRun run =
+      run_program(kPython, {"-c", program, (fs::path(ATTOGRAD_SOURCE_DIR) / "scripts").string()},
+                  scratch.path, list.dump());
+  INFO(run.err);
+  REQUIRE(run.status == 0);
+  return run.out;
+}
+
+}  // namespace
+
+TEST_CASE("paths_apart.py says what cli::PathsApart says, word for word", "[torch]") {
+  if (!torch_installed()) return;
+  const TemporaryFolder scratch("attograd_paths_twin");
+  const fs::path data = scratch.path / "pairs.tsv", checkpoint = scratch.path / "model.safetensors",
+                 maps = scratch.path / "maps", link = scratch.path / "link.tsv",
+                 hard = scratch.path / "hard.tsv";
+  write_file(data, "a\tb\n");
+  write_file(checkpoint, "not a real one");
+  fs::create_directories(maps);
+  fs::create_directories(scratch.path / "sub");
+  fs::create_symlink(data.filename(), link);
+  fs::create_hard_link(data, hard);
+  fs::create_hard_link(data, maps / "attention_3.svg");
+  const std::string hostile = "\x1b[2J\xc2\x85\xff" + std::string(300, 'x');
+  const std::vector<std::vector<PathsCall>> cases = {
+      {{"reads", "--data", data}, {"writes", "--report", data}},
+      {{"reads", "--data", data}, {"writes", "--report", link}},
+      {{"reads", "--data", data}, {"writes", "--report", hard}},
+      {{"reads", "--data", data},
+       {"writes", "--report", scratch.path / "sub" / ".." / "pairs.tsv"}},
+      {{"writes", "--out", scratch.path / "a.svg"},
+       {"writes", "--dot", scratch.path / "sub" / ".." / "a.svg"}},
+      {{"reads", "--resume", checkpoint}, {"writes_next", "--out", checkpoint, "--resume"}},
+      {{"reads", "--data", checkpoint}, {"writes_next", "--out", checkpoint, "--resume"}},
+      {{"reads", "--data", data}, {"writes_matching", "--attention", maps, "attention_*.svg"}},
+      {{"writes_matching", "--attention", maps, "attention_*.svg"},
+       {"writes", "--report", maps / ".." / "maps" / "attention_7.svg"}},
+      {{"writes_matching", "--attention", maps, "attention_*.svg"},
+       {"writes", "--report", maps / "report.html"}},
+      {{"writes_matching", "--attention", maps, "attention_*.svg"},
+       {"writes_matching", "--frames", scratch.path / "." / "maps", "frame_*.svg"}},
+      {{"reads", "--data", ""}, {"writes", "--report", ""}, {"writes", "--out", data}},
+      {{"reads", "--data", scratch.path / hostile}, {"writes", "--report", scratch.path / hostile}},
+  };
+  size_t clashes = 0;
+  for (const std::vector<PathsCall>& calls : cases) {
+    const std::string expected = cpp_clash(calls);
+    INFO("cli::PathsApart: '" << expected << "'");
+    CHECK(python_clash(calls, scratch) == expected);
+    clashes += !expected.empty();
+  }
+  CHECK(clashes == 10);  // the others are apart: a continued checkpoint, other names, no input
+}
 
 TEST_CASE("torch_bridge and torch_finetune: no output replaces an input by any spelling",
           "[torch]") {
