@@ -175,10 +175,13 @@ def worker(local_rank, job):
         reason = shown(reason[-1] if reason else type(error).__name__)
         gone = [peer for peer, (host, pid) in enumerate(progress["peers"])
                 if host == socket.gethostname() and peer != rank and not running(pid)]
-        who = (f"rank {', '.join(map(str, gone))} of {world} ended" if gone else
+        who = (f"rank{'s' if len(gone) > 1 else ''} {', '.join(map(str, gone))} of {world} "
+               "ended" if gone else
                f"one of the job's {world} processes ended or stopped answering for --timeout "
                f"{job['timeout']:g} s")
-        fault(job, f"{who} during step {progress['step'] + 1} (rank {rank} saw: {reason}); "
+        when = (f"during step {progress['step'] + 1}" if progress["step"] < job["steps"] else
+                "after the last step, before OUT was written")
+        fault(job, f"{who} {when} (rank {rank} saw: {reason}); "
               "nothing was written; find why it ended (its messages, a kill, memory) and run "
               "the job again")
     except BridgeError as error:  # rank 0 could not write OUT or --report
