@@ -153,12 +153,14 @@ class PathsApart:
                     if input_flag == continues or not same_file(key_of(path), key_of(input_path)):
                         continue
                     spelled = "" if input_path == path else f" '{quoted(input_path)}'"
-                    raise PathsClash(f"{flag} '{quoted(path)}' is an input ({input_flag}{spelled}): "
-                                     f"writing it would replace it; give {flag} another path")
+                    raise PathsClash(
+                        f"{flag} '{quoted(path)}' is an input ({input_flag}{spelled}): writing it "
+                        f"would replace it; give {flag} another path")
                 if among_matching(input_path, path, pattern):
-                    raise PathsClash(f"{flag} '{quoted(path)}' would write its {pattern} files over "
-                                     f"'{quoted(input_path)}', an input ({input_flag}); give {flag} "
-                                     "another folder")
+                    raise PathsClash(
+                        f"{flag} '{quoted(path)}' would write its {pattern} files over "
+                        f"'{quoted(input_path)}', an input ({input_flag}); give {flag} another "
+                        "folder")
         for i, a in enumerate(self.outputs):
             for b in self.outputs[i + 1:]:
                 if bool(a[2]) != bool(b[2]):

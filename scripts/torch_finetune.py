@@ -426,7 +426,8 @@ def main(argv):
         epilog="A network fault (a --master-port in use, no node 0 at --master-addr, a job "
                "whose processes do not all meet, a process that dies mid-run) ends with exit "
                "status 2 and one line naming the address, port or rank and the remedy, within "
-               "at most twice --timeout seconds, and leaves OUT and --report as they were (docs/pytorch.md).")
+               "at most twice --timeout seconds, and leaves OUT and --report as they were "
+               "(docs/pytorch.md).")
     parser.add_argument("source", metavar="SOURCE",
                         help="bundle of torch_bridge.py to-torch (batched or transformer)")
     parser.add_argument("out", metavar="OUT",
