@@ -42,9 +42,9 @@ port or rank and the remedy, bounded by --timeout SECONDS (default 60): a
 node 0 listening at --master-addr:--master-port (a node of rank 1 or more
 waits --timeout for it); a job whose processes do not all arrive (PyTorch waits
 up to twice --timeout); a process that dies mid-run (at once: the others stop,
-the line names its rank). A collective that waits
-longer than --timeout for the slowest process fails the same way: raise it for
-steps that take longer. On every failure OUT and --report are left as they were.
+the line names its rank). A collective that waits longer than --timeout for the
+slowest process fails the same way: raise it for steps that take longer. On
+every failure OUT and --report are left as they were.
 """
 import argparse
 import datetime
