@@ -33,6 +33,8 @@ unpickling it runs no code (the bundle holds dicts, lists, strings, integers
 and tensors only: the config is a JSON string for that reason); only regular
 files are read; every value `translate` would check is checked before
 anything is written, and writes are atomic (a temporary file, then rename).
+No output replaces an input (scripts/paths_apart.py): OUT that is CHECKPOINT,
+SOURCE, --data or the data file they name, by any spelling or link, is refused.
 
 Needs Python 3 and torch; the only part of the project that uses PyTorch
 (with scripts/torch_models.py and scripts/torch_finetune.py). A command checks
@@ -47,6 +49,9 @@ import os
 import stat
 import struct
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from paths_apart import PathsApart, PathsClash  # noqa: E402  (no output replaces an input)
 
 # PyTorch takes about 1.5 s to import, so a command checks its arguments and
 # the paths it was given first: import_torch() loads it then.
@@ -641,7 +646,7 @@ def recipe_model(bundle, config, path):
     return model.eval()
 
 
-def recipe_to_torch(checkpoint, out, tensors, metadata):
+def recipe_to_torch(checkpoint, out, tensors, metadata, paths):
     recipe = metadata["recipe"]
     where = shown(checkpoint, 300)
     config = {"recipe": recipe}
@@ -676,6 +681,7 @@ def recipe_to_torch(checkpoint, out, tensors, metadata):
                               "nor the decoder; the file was edited or damaged")
     check_recipe_config(config, checkpoint)
     recipe_model(bundle, config, checkpoint)  # proves the layout: strict=True
+    paths.reads("the data file CHECKPOINT names", metadata.get("data")).check()
     buffer = io.BytesIO()
     torch.save(bundle, buffer)  # into memory: torch.save onto a full disk aborts the process
     write_atomic(out, buffer.getvalue())
@@ -685,7 +691,7 @@ def recipe_to_torch(checkpoint, out, tensors, metadata):
           f"{len(source_words)} and {len(target_words)} words)")
 
 
-def recipe_from_torch(source, out, bundle, config, data_path):
+def recipe_from_torch(source, out, bundle, config, data_path, paths):
     where = shown(source, 300)
     check_recipe_config(config, source)
     check_words(bundle["source_words"], "source_words", source, BATCHED_SPECIALS)
@@ -718,6 +724,7 @@ def recipe_from_torch(source, out, bundle, config, data_path):
                                                     BATCHED_SPECIALS)
     tensors = {f"{part}.{name}": value for part in ("encoder", "decoder")
                for name, value in getattr(model, part).state_dict().items()}
+    paths.reads("the data file SOURCE names", metadata["data"]).check()
     write_safetensors(out, tensors, metadata)
     print(f"wrote {shown(out, 300)}: {len(tensors)} tensors, a {config['recipe']} model")
 
@@ -771,11 +778,11 @@ def bundle_recipe(bundle, path):
     return recipe, config
 
 
-def to_torch(checkpoint, out):
+def to_torch(checkpoint, out, paths):
     tensors, metadata = read_safetensors(checkpoint)
     where = shown(checkpoint, 300)
     if metadata.get("recipe") in RECIPE_SIZES:
-        return recipe_to_torch(checkpoint, out, tensors, metadata)
+        return recipe_to_torch(checkpoint, out, tensors, metadata, paths)
     if metadata.get("seq2seq.format") != FORMAT:
         found = metadata.get("seq2seq.format", metadata.get("recipe", "missing"))
         raise BridgeError(f"{where}: not a translation checkpoint of any recipe (its format "
@@ -821,6 +828,8 @@ def to_torch(checkpoint, out):
     # A JSON string: a pickled float is what torch.load(weights_only=True) refuses.
     bundle["config"] = json.dumps(config)
     make_modules(bundle, config, checkpoint)  # proves the layout: strict=True
+    named = data.get("path")
+    paths.reads("the data file CHECKPOINT names", named if isinstance(named, str) else None).check()
     buffer = io.BytesIO()
     torch.save(bundle, buffer)  # into memory: torch.save onto a full disk aborts the process
     write_atomic(out, buffer.getvalue())
@@ -848,11 +857,11 @@ def carried_back(extra, key, words, path):
     return counts
 
 
-def from_torch(source, out, data_path):
+def from_torch(source, out, data_path, paths):
     bundle = load_bundle(source)
     recipe, config = bundle_recipe(bundle, source)
     if recipe != "tutorial":
-        return recipe_from_torch(source, out, bundle, config, data_path)
+        return recipe_from_torch(source, out, bundle, config, data_path, paths)
     config = bundle_config(bundle, source)
     where = shown(source, 300)
     make_modules(bundle, config, source)
@@ -906,6 +915,7 @@ def from_torch(source, out, data_path):
         "seq2seq.data": json.dumps(data), "seq2seq.training": json.dumps(training),
         "seq2seq.progress": json.dumps(progress),
     }
+    paths.reads("the data file SOURCE names", data["path"]).check()
     write_safetensors(out, tensors, metadata)
     print(f"wrote {shown(out, 300)}: {len(tensors)} tensors, a {config['decoder']} decoder")
 
@@ -942,34 +952,42 @@ def main(argv):
     parser = Parser(prog="torch_bridge.py", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     command = commands.add_parser("to-torch", help="attograd checkpoint -> torch.save bundle")
-    command.add_argument("checkpoint")
-    command.add_argument("out")
+    command.add_argument("checkpoint", metavar="CHECKPOINT")
+    command.add_argument("out", metavar="OUT",
+                         help="the bundle; not CHECKPOINT nor the data file it names")
     command = commands.add_parser("from-torch", help="torch.save bundle -> attograd checkpoint")
-    command.add_argument("source")
-    command.add_argument("out")
+    command.add_argument("source", metavar="SOURCE")
+    command.add_argument("out", metavar="OUT", help="the checkpoint; not SOURCE, --data nor "
+                                                    "the data file SOURCE names")
     command.add_argument("--data", default="data/eng-fra.tsv",
                          help="pairs `translate eval` scores by default, when the bundle does "
                               "not name them (default: data/eng-fra.tsv)")
     command = commands.add_parser("translate", help="greedy translation of stdin in PyTorch")
-    command.add_argument("source")
+    command.add_argument("source", metavar="SOURCE")
     arguments = parser.parse_args(argv)
     try:
-        # The paths first, then PyTorch: a wrong one is refused at once.
+        # The paths first, then PyTorch: a wrong one is refused at once. The
+        # data file an input names is checked once it is read, before writing.
+        paths = PathsApart()
         if arguments.command == "to-torch":
+            paths.reads("CHECKPOINT", arguments.checkpoint).writes("OUT", arguments.out).check()
             check_regular(arguments.checkpoint, "checkpoint")
             check_writable(arguments.out)
         else:
+            if arguments.command == "from-torch":
+                paths.reads("SOURCE", arguments.source).reads("--data", arguments.data)
+                paths.writes("OUT", arguments.out).check()
             check_regular(arguments.source, "torch.save bundle")
             if arguments.command == "from-torch":
                 check_writable(arguments.out)
         import_torch()
         if arguments.command == "to-torch":
-            to_torch(arguments.checkpoint, arguments.out)
+            to_torch(arguments.checkpoint, arguments.out, paths)
         elif arguments.command == "from-torch":
-            from_torch(arguments.source, arguments.out, arguments.data)
+            from_torch(arguments.source, arguments.out, arguments.data, paths)
         else:
             translate(arguments.source)
-    except BridgeError as error:
+    except (BridgeError, PathsClash) as error:
         print(f"error: {error.args[0]}", file=sys.stderr)
         return 2
     except OSError as error:  # reading stdin, writing stdout

@@ -1,17 +1,19 @@
 #!/usr/bin/env python3
 """Fine-tune an exported translation model with PyTorch's DistributedDataParallel.
 
-  torch_finetune.py IN.pt OUT.pt [--nproc N] [--steps K] [--batch B] [--lr LR]
+  torch_finetune.py SOURCE OUT [--nproc N] [--steps K] [--batch B] [--lr LR]
                     [--data PATH] [--num-examples N] [--seed S] [--report FILE]
+                    [--nnodes M --node-rank R --master-addr A --master-port P]
+                    [--timeout SECONDS]
 
-IN.pt is a bundle of `torch_bridge.py to-torch` for the batched or the
-Transformer recipe; OUT.pt is the same bundle with the fine-tuned weights,
+SOURCE is a bundle of `torch_bridge.py to-torch` for the batched or the
+Transformer recipe; OUT is the same bundle with the fine-tuned weights,
 which `torch_bridge.py from-torch` turns back into a checkpoint for
 `translate translate` and `translate eval` (docs/pytorch.md walks through it).
 
 The run: N processes on this machine (torch.multiprocessing), joined by the
 gloo backend over TCP on 127.0.0.1 and a free port. Every process builds the
-model from IN.pt; each step, every process takes its own share of one batch of
+model from SOURCE; each step, every process takes its own share of one batch of
 pairs (the same shuffled order in all of them, its rank-th slice), computes
 the masked cross-entropy of d2l's recipes (the padding after each target's
 valid length ignored), and DDP averages the gradients, so all processes take
@@ -31,25 +33,45 @@ job and --nproc, --nnodes and --node-rank are torchrun's instead.
 "loss_after"}: the loss over all the pairs, dropout off, before and after.
 
 Exits 2 on bad input (a missing or foreign bundle, a tutorial bundle, bad
-flags, no pairs) with a one-line "error: ..." message, before any process starts.
+flags, no pairs, OUT or --report naming SOURCE, a data file or each other)
+with a one-line "error: ..." message, before any process starts.
+
+Network faults end the same way, exit 2 and one line naming the address, the
+port or rank and the remedy, bounded by --timeout SECONDS (default 60): a
+--master-port already in use (checked before any process starts: at once); no
+node 0 listening at --master-addr:--master-port (a node of rank 1 or more
+waits --timeout for it); a job whose processes do not all arrive (PyTorch waits
+up to twice --timeout); a process that dies mid-run (at once: the others stop,
+the line names its rank). A collective that waits longer than --timeout for the
+slowest process fails the same way: raise it for steps that take longer. On
+every failure OUT and --report are left as they were.
 """
 import argparse
+import datetime
+import errno
 import hashlib
 import io
 import json
 import os
+import signal
 import socket
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch_bridge  # noqa: E402  (the bundle's checks, atomic writes)
 from torch_bridge import BridgeError, shown  # noqa: E402
+from paths_apart import PathsApart, PathsClash  # noqa: E402
 
 # PyTorch, imported once the command line and the paths have passed their
 # checks (use_torch): importing it takes about 1.5 s.
 torch = None
 MAX_PROCESSES = 64
 MAX_NODES = 1024
+MAX_TIMEOUT = 86400
+# Test only (tests/models/test_torch_bridge.cpp): "RANK:STEP" makes that rank
+# leave with exit status 3 after that step, as a process that dies would.
+TEST_EXIT_VARIABLE = "ATTOGRAD_TEST_FINETUNE_EXIT"
 
 
 # --------------------------------------------------------------- data
@@ -121,16 +143,90 @@ def worker(local_rank, job):
     """One process of the job: rank node_rank · nproc + local_rank of world_size."""
     use_torch()  # a spawned process imports this file afresh
     import torch.distributed as dist
-    from torch.nn.parallel import DistributedDataParallel
 
     torch.set_num_threads(1)
-    if job["torchrun"]:
-        rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-        dist.init_process_group("gloo", init_method="env://")
+    timeout = datetime.timedelta(seconds=job["timeout"])
+    start = time.monotonic()
+    try:
+        if job["torchrun"]:
+            rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+            dist.init_process_group("gloo", init_method="env://", timeout=timeout)
+        else:
+            rank, world = job["node_rank"] * job["nproc"] + local_rank, job["world_size"]
+            dist.init_process_group("gloo", init_method=f"tcp://{job['addr']}:{job['port']}",
+                                    rank=rank, world_size=world, timeout=timeout)
+    except RuntimeError as error:
+        reason = str(error).strip().splitlines()
+        reason = reason[-1] if reason else type(error).__name__
+        if "address already in use" in reason.lower():
+            fault(job, port_in_use(job))
+        # PyTorch waits up to --timeout twice: for the processes to reach the
+        # store, then for their addresses in it.
+        fault(job, f"the job's {job['world_size']} processes did not all meet at "
+              f"{job['addr']}:{job['port']}: rank {rank} waited "
+              f"{time.monotonic() - start:.0f} s (--timeout {job['timeout']:g}; "
+              f"{shown(reason)}); start every node within --timeout of node 0, with the same "
+              "--master-addr, --master-port and --nnodes")
+    progress = {"step": 0, "peers": []}
+    try:
+        train(rank, world, job, progress)
+    except RuntimeError as error:  # gloo: a peer closed its connection or timed out
+        reason = str(error).strip().splitlines()
+        reason = shown(reason[-1] if reason else type(error).__name__)
+        gone = [peer for peer, (host, pid) in enumerate(progress["peers"])
+                if host == socket.gethostname() and peer != rank and not running(pid)]
+        who = (f"rank{'s' if len(gone) > 1 else ''} {', '.join(map(str, gone))} of {world} "
+               "ended" if gone else
+               f"one of the job's {world} processes ended or stopped answering for --timeout "
+               f"{job['timeout']:g} s")
+        when = (f"during step {progress['step'] + 1}" if progress["step"] < job["steps"] else
+                "after the last step, before OUT was written")
+        fault(job, f"{who} {when} (rank {rank} saw: {reason}); "
+              "nothing was written; find why it ended (its messages, a kill, memory) and run "
+              "the job again")
+    except BridgeError as error:  # rank 0 could not write OUT or --report
+        fault(job, error.args[0])
+    # Leave without the destructors: tearing down DDP's reducer and the gloo
+    # process group at exit can deadlock (the group's thread waits for the
+    # GIL the destructor holds; seen with torch 1.13), so a finished run
+    # would never end.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+def fault(job, message):
+    """Ends this process with exit status 2 and `message`: through the parent,
+    which prints the first one, or on stderr under torchrun."""
+    if job["faults"] is not None:
+        job["faults"].put(message)
     else:
-        rank, world = job["node_rank"] * job["nproc"] + local_rank, job["world_size"]
-        dist.init_process_group("gloo", init_method=f"tcp://{job['addr']}:{job['port']}",
-                                rank=rank, world_size=world)
+        print(f"error: {message}", file=sys.stderr)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(2)
+
+
+def running(pid):
+    """Whether process `pid` of this machine runs (a zombie has ended)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rpartition(")")[2].split()[0] not in ("Z", "X")
+    except (OSError, IndexError):
+        return False
+
+
+def train(rank, world, job, progress):
+    """The steps of one process, then rank 0 writes OUT and --report.
+    `progress` holds the steps done and every rank's (host, pid), which the
+    message names when a process ends."""
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel
+
+    peers = [None] * world
+    dist.all_gather_object(peers, (socket.gethostname(), os.getpid()))
+    progress["peers"] = peers
+
     bundle, config = job["bundle"], job["config"]
     model = torch_bridge.recipe_model(bundle, config, job["source"]).train()
     torch.manual_seed(job["seed"] * 1000 + rank)  # each process its own dropout
@@ -139,6 +235,7 @@ def worker(local_rank, job):
     source, source_lens, target, target_lens = job["arrays"]
     order = torch.Generator().manual_seed(job["seed"])  # the same batches in every process
     report = []
+    leave = os.environ.get(TEST_EXIT_VARIABLE, "")
     if rank == 0:
         report.append(("before", full_loss(model, job["arrays"])))
     for step in range(1, job["steps"] + 1):
@@ -161,17 +258,15 @@ def worker(local_rank, job):
             print(f"step {step}/{job['steps']}: loss {mean:.4f}, "
                   f"{'weights agree' if len(set(digests)) == 1 else 'WEIGHTS DIFFER'} "
                   f"in {world} processes", flush=True)
+        progress["step"] = step
+        if leave == f"{rank}:{step}":
+            os._exit(3)
+    # Every process has taken every step before rank 0 writes: a process that
+    # dies during the run leaves OUT and --report as they were.
+    dist.barrier()
     if rank == 0:
         report.append(("after", full_loss(model, job["arrays"])))
         finish(model, job, report)
-    dist.barrier()  # rank 0 has written its files
-    sys.stdout.flush()
-    sys.stderr.flush()
-    # Leave without the destructors: tearing down DDP's reducer and the gloo
-    # process group at exit can deadlock (the group's thread waits for the
-    # GIL the destructor holds; seen with torch 1.13), so a finished run
-    # would never end.
-    os._exit(0)
 
 
 def full_loss(model, arrays):
@@ -219,6 +314,47 @@ def free_port():
         return probe.getsockname()[1]
 
 
+def port_in_use(job):
+    remedy = ("give another --master-port, the same on every node" if job["nnodes"] > 1 else
+              "give another --master-port, or omit it for a free port")
+    return (f"--master-port {job['port']}: {job['addr']}:{job['port']} is in use (another job "
+            f"or program listens there); {remedy}")
+
+
+def check_port_free(job):
+    """Node 0: the port node 0's store will listen on (every address, as
+    PyTorch's TCPStore does) can be bound now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("", job["port"]))
+        except OSError as error:
+            if error.errno == errno.EADDRINUSE:
+                raise BridgeError(port_in_use(job)) from None
+            raise BridgeError(f"cannot listen on port {job['port']} ({error.strerror}); give "
+                              "another --master-port") from None
+
+
+def wait_for_master(job):
+    """A node of rank 1 or more: node 0 listens at addr:port within --timeout."""
+    start = time.monotonic()
+    deadline = start + job["timeout"]
+    while True:
+        try:
+            with socket.create_connection((job["addr"], job["port"]),
+                                          timeout=max(0.1, min(1.0, deadline - time.monotonic()))):
+                return
+        except OSError as error:
+            reason = error.strerror or type(error).__name__
+        if time.monotonic() >= deadline:
+            break
+        time.sleep(min(0.25, max(0.0, deadline - time.monotonic())))
+    raise BridgeError(f"no node 0 at {job['addr']}:{job['port']}: waited "
+                      f"{time.monotonic() - start:.0f} s (--timeout {job['timeout']:g}; last "
+                      f"try: {shown(reason)}); start node 0 first, or check --master-addr and "
+                      "--master-port")
+
+
 def prepare(arguments):
     """Every check before a process starts; the job every process gets."""
     bundle = torch_bridge.load_bundle(arguments.source)
@@ -244,6 +380,12 @@ def prepare(arguments):
     if count is None:
         text = carried.get("num_examples", "600")
         count = int(text) if str(text).isdigit() and int(text) > 0 else 600
+    named = carried.get("data") if isinstance(carried.get("data"), str) else None
+    paths = PathsApart().reads("SOURCE", arguments.source).reads("--data", arguments.data)
+    paths.reads("the data file SOURCE names", named)
+    if not arguments.data and not named:
+        paths.reads("--data (its default)", data)
+    paths.writes("OUT", arguments.out).writes("--report", arguments.report).check()
     pairs = read_pairs(data, direction, count)
     num_steps = config["num_steps"]
     source, source_lens = padded([s for s, _ in pairs], bundle["source_words"], num_steps)
@@ -262,7 +404,8 @@ def prepare(arguments):
             "steps": arguments.steps, "batch": arguments.batch, "lr": arguments.lr,
             "seed": arguments.seed, "nproc": arguments.nproc, "node_rank": arguments.node_rank,
             "world_size": arguments.nproc * arguments.nnodes, "addr": addr, "port": port,
-            "torchrun": torchrun}
+            "nnodes": arguments.nnodes, "timeout": arguments.timeout, "torchrun": torchrun,
+            "faults": None}
 
 
 def bounded(kind, low, high):
@@ -278,10 +421,18 @@ def bounded(kind, low, high):
 
 
 def main(argv):
-    parser = torch_bridge.Parser(prog="torch_finetune.py", description=__doc__.split("\n\n")[0])
-    parser.add_argument("source",
+    parser = torch_bridge.Parser(
+        prog="torch_finetune.py", description=__doc__.split("\n\n")[0],
+        epilog="A network fault (a --master-port in use, no node 0 at --master-addr, a job "
+               "whose processes do not all meet, a process that dies mid-run) ends with exit "
+               "status 2 and one line naming the address, port or rank and the remedy, within "
+               "at most twice --timeout seconds, and leaves OUT and --report as they were "
+               "(docs/pytorch.md).")
+    parser.add_argument("source", metavar="SOURCE",
                         help="bundle of torch_bridge.py to-torch (batched or transformer)")
-    parser.add_argument("out", help="the fine-tuned bundle (for torch_bridge.py from-torch)")
+    parser.add_argument("out", metavar="OUT",
+                        help="the fine-tuned bundle (for torch_bridge.py from-torch); not "
+                             "SOURCE, --report nor a data file")
     parser.add_argument("--nproc", type=bounded(int, 1, MAX_PROCESSES), default=2,
                         help="processes on this machine (default 2)")
     parser.add_argument("--steps", type=bounded(int, 1, 10_000_000), default=100,
@@ -294,14 +445,20 @@ def main(argv):
     parser.add_argument("--num-examples", type=bounded(int, 1, 100_000),
                         help="the first N pairs (default: as many as training used)")
     parser.add_argument("--seed", type=bounded(int, 0, 2 ** 31 - 1), default=0)
-    parser.add_argument("--report", help="JSON lines: each step's loss and parameter digests")
+    parser.add_argument("--report", help="JSON lines: each step's loss and parameter digests "
+                                         "(not OUT nor an input)")
     parser.add_argument("--nnodes", type=bounded(int, 1, MAX_NODES), default=1,
                         help="machines in the job (default 1)")
     parser.add_argument("--node-rank", type=bounded(int, 0, MAX_NODES - 1), default=0,
                         help="this machine's index, 0 on the one named by --master-addr")
     parser.add_argument("--master-addr", help="node 0's address (default 127.0.0.1)")
-    parser.add_argument("--master-port", type=bounded(int, 1, 65535),
+    parser.add_argument("--master-port", type=bounded(int, 1, 65535), metavar="PORT",
                         help="node 0's port (default: a free one; required with --nnodes > 1)")
+    parser.add_argument("--timeout", type=bounded(float, 1, MAX_TIMEOUT), default=60.0,
+                        metavar="SECONDS",
+                        help="seconds to wait for node 0, for the job's processes to meet and "
+                             "for each collective step before ending with exit status 2 "
+                             "(default 60)")
     arguments = parser.parse_args(argv)
     if arguments.node_rank >= arguments.nnodes:
         parser.error(f"--node-rank {arguments.node_rank} must be below --nnodes "
@@ -309,25 +466,65 @@ def main(argv):
     try:
         # The paths first (the output's folder now, not after the training),
         # then PyTorch and the bundle.
+        PathsApart().reads("SOURCE", arguments.source).reads("--data", arguments.data) \
+            .writes("OUT", arguments.out).writes("--report", arguments.report).check()
         torch_bridge.check_regular(arguments.source, "torch.save bundle")
         torch_bridge.check_writable(arguments.out)
+        if arguments.report:
+            torch_bridge.check_writable(arguments.report)
         use_torch()
         job = prepare(arguments)
-    except BridgeError as error:
+        if not job["torchrun"]:
+            if arguments.node_rank == 0 and (arguments.master_port or
+                                             os.environ.get("MASTER_PORT")):
+                check_port_free(job)
+            elif arguments.node_rank > 0:
+                wait_for_master(job)
+    except (BridgeError, PathsClash) as error:
         print(f"error: {error.args[0]}", file=sys.stderr)
         return 2
     import torch.multiprocessing as mp
     if job["torchrun"]:
         worker(int(os.environ["LOCAL_RANK"]), job)
-    else:
-        try:
-            mp.spawn(worker, args=(job,), nprocs=arguments.nproc, join=True)
-        except Exception as error:  # a process failed: its traceback is above
-            lines = str(error).strip().splitlines()
-            reason = shown(lines[-1] if lines else error)
-            print(f"error: torch_finetune.py: a process failed ({reason})", file=sys.stderr)
-            return 1
+        return 0
+    job["faults"] = mp.get_context("spawn").SimpleQueue()
+    # The processes' faults reach the user as one line (fault()); c10d's own
+    # C++ log lines about them (a port it cannot bind) would come on top.
+    os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "FATAL")
+    processes = mp.spawn(worker, args=(job,), nprocs=arguments.nproc, join=False)
+    try:
+        while not processes.join():
+            pass
+    except mp.ProcessExitedException as error:
+        print(f"error: {died(error, processes.processes, job)}", file=sys.stderr)
+        return 2
+    except Exception as error:  # a process raised: its traceback is above
+        lines = str(error).strip().splitlines()
+        reason = shown(lines[-1] if lines else error)
+        print(f"error: torch_finetune.py: a process failed ({reason})", file=sys.stderr)
+        return 1
     return 0
+
+
+def died(error, processes, job):
+    """The line for a process of this machine that ended before the job did:
+    the rank that died, when one did (not with status 2, a fault it stated,
+    nor by the SIGTERM with which mp.spawn stops the others), else the first
+    fault a process stated."""
+    index, code = error.error_index, error.exit_code
+    if code == 2:
+        for other, process in enumerate(processes):
+            if process.exitcode not in (None, 0, 2, -signal.SIGTERM):
+                index, code = other, process.exitcode
+                break
+    if code == 2 and not job["faults"].empty():
+        return job["faults"].get()
+    rank = job["node_rank"] * job["nproc"] + index
+    how = (f"was killed by {signal.Signals(-code).name}" if code < 0 else
+           f"ended with exit status {code}")
+    return (f"rank {rank} of {job['world_size']} (process {index} on this machine) {how} "
+            "before the job finished; the others were stopped and nothing was written; find "
+            "why it ended (its messages above, a kill, memory) and run the job again")
 
 
 if __name__ == "__main__":

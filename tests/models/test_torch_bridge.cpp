@@ -5,11 +5,16 @@
 // here, and scripts/torch_finetune.py's two-process DistributedDataParallel
 // run coming back to `translate`. Needs /usr/bin/python3 with torch; without
 // it each case says "skipped: torch not installed" and passes.
+#include <arpa/inet.h>
 #include <fmt/core.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -20,6 +25,8 @@
 #include <vector>
 
 #include "attograd.hpp"
+#include "examples/common/cli.hpp"
+#include "examples/common/paths_apart.hpp"
 #include "models/batched_seq2seq/batched_seq2seq.hpp"
 #include "models/seq2seq/seq2seq.hpp"
 #include "models/seq2seq/training.hpp"
@@ -318,7 +325,7 @@ TEST_CASE("torch_bridge: only regular files are read, and OUT must be a file in 
       {{"to-torch", "missing.safetensors", "out.pt"}, "missing.safetensors: No such file"},
       {{"to-torch", checkpoint.string(), (checkpoint / "out.pt").string()}, "is not a folder"},
       {{"from-torch", bundle.string(), scratch.path.string()}, "it is a folder; name a file"},
-      {{"to-torch", checkpoint.string()}, "the following arguments are required: out"},
+      {{"to-torch", checkpoint.string()}, "the following arguments are required: OUT"},
   };
   require_refusals(kBridge, refusals, scratch);
   CHECK_FALSE(std::filesystem::exists(scratch.path / "out.pt"));
@@ -644,10 +651,377 @@ TEST_CASE("torch_finetune: bad input is one line and exit status 2, before any p
        "argument --nproc: 'two' is not a number"},
       {{tutorial_bundle.string(), "out.pt", "--nnodes", "2", "--node-rank", "2"},
        "--node-rank 2 must be below --nnodes 2"},
-      {{tutorial_bundle.string()}, "the following arguments are required: out"},
+      {{tutorial_bundle.string()}, "the following arguments are required: OUT"},
   };
   require_refusals(kFinetune, refusals, scratch);
   CHECK_FALSE(fs::exists(scratch.path / "out.pt"));
+}
+
+namespace {
+
+// A batched model trained on a copy of the shipped pairs in `scratch`
+// (pairs.tsv, which its metadata names as its data) and its to-torch bundle.
+struct FinetuneInputs {
+  fs::path pairs, checkpoint, bundle;
+};
+FinetuneInputs finetune_inputs(const TemporaryFolder& scratch) {
+  FinetuneInputs inputs;
+  inputs.pairs = scratch.path / "pairs.tsv";
+  fs::copy_file(translate_program::kShippedData, inputs.pairs);
+  std::vector<std::string> arguments =
+      translate_program::quick_batched_train(scratch.path / "trained", 1);
+  std::replace(arguments.begin(), arguments.end(), translate_program::kShippedData.string(),
+               inputs.pairs.string());
+  const ProgramRun trained = run_program(kBinary, arguments, scratch.path);
+  INFO(trained.err);
+  REQUIRE(trained.status == 0);
+  inputs.checkpoint = scratch.path / "trained" / "checkpoint.safetensors";
+  inputs.bundle = scratch.path / "model.pt";
+  python({kBridge.string(), "to-torch", inputs.checkpoint.string(), inputs.bundle.string()},
+         scratch);
+  return inputs;
+}
+
+// A run of `script` under timeout(1) with `environment` ("NAME=value"
+// words) added, and how long it took.
+struct TimedRun {
+  ProgramRun run;
+  double seconds = 0;
+};
+TimedRun timed_python(const fs::path& script, const std::vector<std::string>& arguments,
+                      const TemporaryFolder& scratch,
+                      const std::vector<std::string>& environment = {}) {
+  std::vector<std::string> command = {"--kill-after=5", "60", "/usr/bin/env"};
+  command.insert(command.end(), environment.begin(), environment.end());
+  command.push_back(kPython.string());
+  command.push_back(script.string());
+  command.insert(command.end(), arguments.begin(), arguments.end());
+  const auto start = std::chrono::steady_clock::now();
+  TimedRun timed{run_program("/usr/bin/timeout", command, scratch.path)};
+  timed.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return timed;
+}
+
+// The first line of stderr of a refused run: exit status 2, one line.
+std::string refusal_line(const TimedRun& timed) {
+  INFO("stdout: " << timed.run.out << "\nstderr: " << timed.run.err);
+  require_one_line_error(timed.run);
+  CHECK(timed.seconds < 30);  // it ends; it does not hang
+  return lines_of(timed.run.err).at(0);
+}
+
+// A TCP socket listening on 127.0.0.1 at a port the system chose.
+class ListeningSocket {
+ public:
+  ListeningSocket() : descriptor_(::socket(AF_INET, SOCK_STREAM, 0)) {
+    REQUIRE(descriptor_ >= 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::bind(descriptor_, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
+    REQUIRE(::listen(descriptor_, 4) == 0);
+    socklen_t size = sizeof address;
+    REQUIRE(::getsockname(descriptor_, reinterpret_cast<sockaddr*>(&address), &size) == 0);
+    port_ = ntohs(address.sin_port);
+  }
+  ~ListeningSocket() { ::close(descriptor_); }
+  ListeningSocket(const ListeningSocket&) = delete;
+  ListeningSocket& operator=(const ListeningSocket&) = delete;
+  int port() const { return port_; }
+
+ private:
+  int descriptor_;
+  int port_ = 0;
+};
+
+// A port on 127.0.0.1 that nothing listens on (one the system just gave out).
+int unused_port() {
+  const ListeningSocket probe;
+  return probe.port();
+}
+
+}  // namespace
+
+namespace {
+
+// One call on a PathsApart: reads, writes, writes_next (`extra` the input it
+// continues) or writes_matching (`extra` the pattern).
+struct PathsCall {
+  std::string kind, flag;
+  fs::path path;
+  std::string extra;
+};
+
+// The message cli::PathsApart's check() throws for `calls`, or "".
+std::string cpp_clash(const std::vector<PathsCall>& calls) {
+  cli::PathsApart paths;
+  for (const PathsCall& call : calls) {
+    if (call.kind == "reads") paths.reads(call.flag, call.path);
+    if (call.kind == "writes") paths.writes(call.flag, call.path);
+    if (call.kind == "writes_next") paths.writes_next(call.flag, call.path, call.extra);
+    if (call.kind == "writes_matching") paths.writes_matching(call.flag, call.path, call.extra);
+  }
+  try {
+    paths.check();
+  } catch (const cli::UsageError& error) {
+    return error.what();
+  }
+  return "";
+}
+
+// The message scripts/paths_apart.py's check() raises for `calls`, or "".
+// Paths travel as hex, so any byte does.
+std::string python_clash(const std::vector<PathsCall>& calls, const TemporaryFolder& scratch) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const PathsCall& call : calls) {
+    std::string hex;
+    for (const unsigned char byte : call.path.string()) hex += fmt::format("{:02x}", byte);
+    list.push_back({call.kind, call.flag, hex, call.extra});
+  }
+  const std::string program =
+      "import json, os, sys\n"
+      "sys.path.insert(0, sys.argv[1])\n"
+      "from paths_apart import PathsApart, PathsClash\n"
+      "paths = PathsApart()\n"
+      "for kind, flag, path, extra in json.load(sys.stdin):\n"
+      "    path = os.fsdecode(bytes.fromhex(path))\n"
+      "    getattr(paths, kind)(flag, path, *([extra] if extra else []))\n"
+      "try:\n"
+      "    paths.check()\n"
+      "except PathsClash as error:\n"
+      "    sys.stdout.buffer.write(str(error).encode('utf-8', 'surrogateescape'))\n";
+  const ProgramRun run =
+      run_program(kPython, {"-c", program, (fs::path(ATTOGRAD_SOURCE_DIR) / "scripts").string()},
+                  scratch.path, list.dump());
+  INFO(run.err);
+  REQUIRE(run.status == 0);
+  return run.out;
+}
+
+}  // namespace
+
+TEST_CASE("paths_apart.py says what cli::PathsApart says, word for word", "[torch]") {
+  if (!torch_installed()) return;
+  const TemporaryFolder scratch("attograd_paths_twin");
+  const fs::path data = scratch.path / "pairs.tsv", checkpoint = scratch.path / "model.safetensors",
+                 maps = scratch.path / "maps", link = scratch.path / "link.tsv",
+                 hard = scratch.path / "hard.tsv";
+  write_file(data, "a\tb\n");
+  write_file(checkpoint, "not a real one");
+  fs::create_directories(maps);
+  fs::create_directories(scratch.path / "sub");
+  fs::create_symlink(data.filename(), link);
+  fs::create_hard_link(data, hard);
+  fs::create_hard_link(data, maps / "attention_3.svg");
+  const std::string hostile = "\x1b[2J\xc2\x85\xff" + std::string(300, 'x');
+  const std::vector<std::vector<PathsCall>> cases = {
+      {{"reads", "--data", data}, {"writes", "--report", data}},
+      {{"reads", "--data", data}, {"writes", "--report", link}},
+      {{"reads", "--data", data}, {"writes", "--report", hard}},
+      {{"reads", "--data", data},
+       {"writes", "--report", scratch.path / "sub" / ".." / "pairs.tsv"}},
+      {{"writes", "--out", scratch.path / "a.svg"},
+       {"writes", "--dot", scratch.path / "sub" / ".." / "a.svg"}},
+      {{"reads", "--resume", checkpoint}, {"writes_next", "--out", checkpoint, "--resume"}},
+      {{"reads", "--data", checkpoint}, {"writes_next", "--out", checkpoint, "--resume"}},
+      {{"reads", "--data", data}, {"writes_matching", "--attention", maps, "attention_*.svg"}},
+      {{"writes_matching", "--attention", maps, "attention_*.svg"},
+       {"writes", "--report", maps / ".." / "maps" / "attention_7.svg"}},
+      {{"writes_matching", "--attention", maps, "attention_*.svg"},
+       {"writes", "--report", maps / "report.html"}},
+      {{"writes_matching", "--attention", maps, "attention_*.svg"},
+       {"writes_matching", "--frames", scratch.path / "." / "maps", "frame_*.svg"}},
+      {{"reads", "--data", ""}, {"writes", "--report", ""}, {"writes", "--out", data}},
+      {{"reads", "--data", scratch.path / hostile}, {"writes", "--report", scratch.path / hostile}},
+  };
+  size_t clashes = 0;
+  for (const std::vector<PathsCall>& calls : cases) {
+    const std::string expected = cpp_clash(calls);
+    INFO("cli::PathsApart: '" << expected << "'");
+    CHECK(python_clash(calls, scratch) == expected);
+    clashes += !expected.empty();
+  }
+  CHECK(clashes == 10);  // the others are apart: a continued checkpoint, other names, no input
+}
+
+TEST_CASE("torch_bridge and torch_finetune: no output replaces an input by any spelling",
+          "[torch]") {
+  if (!torch_installed()) return;
+  const TemporaryFolder scratch("attograd_torch_paths");
+  const FinetuneInputs inputs = finetune_inputs(scratch);
+  const fs::path other_pairs = scratch.path / "other_pairs.tsv", out = scratch.path / "out.pt",
+                 link = scratch.path / "link.pt", hard = scratch.path / "hard.pt",
+                 checkpoint_link = scratch.path / "checkpoint_link.safetensors",
+                 dotted_out = scratch.path / "." / "out.pt";
+  fs::copy_file(inputs.pairs, other_pairs);
+  fs::create_symlink(inputs.bundle, link);
+  fs::create_hard_link(inputs.bundle, hard);
+  fs::create_symlink(inputs.checkpoint, checkpoint_link);
+  const std::string bundle = inputs.bundle.string(), checkpoint = inputs.checkpoint.string(),
+                    pairs = inputs.pairs.string();
+  std::map<fs::path, std::string> before;
+  for (const fs::path& file : {inputs.bundle, inputs.checkpoint, inputs.pairs, other_pairs})
+    before[file] = read_file(file);
+  struct Clash {
+    fs::path script;
+    std::vector<std::string> arguments;
+    std::string expected;  // in the first line of stderr, naming both
+  };
+  const std::vector<Clash> clashes = {
+      {kBridge,
+       {"to-torch", checkpoint, checkpoint},
+       "OUT '" + checkpoint +
+           "' is an input (CHECKPOINT): writing it would replace it; give OUT "
+           "another path"},
+      {kBridge,
+       {"to-torch", checkpoint, checkpoint_link.string()},
+       "OUT '" + checkpoint_link.string() + "' is an input (CHECKPOINT '" + checkpoint + "')"},
+      {kBridge,
+       {"to-torch", checkpoint, pairs},
+       "OUT '" + pairs + "' is an input (the data file CHECKPOINT names)"},
+      {kBridge,
+       {"from-torch", bundle, hard.string()},
+       "OUT '" + hard.string() + "' is an input (SOURCE '" + bundle + "')"},
+      {kBridge,
+       {"from-torch", bundle, other_pairs.string(), "--data", other_pairs.string()},
+       "OUT '" + other_pairs.string() + "' is an input (--data)"},
+      {kBridge,
+       {"from-torch", bundle, pairs},
+       "OUT '" + pairs + "' is an input (the data file SOURCE names)"},
+      {kFinetune, {bundle, bundle}, "OUT '" + bundle + "' is an input (SOURCE)"},
+      {kFinetune, {bundle, link.string()}, "OUT '" + link.string() + "' is an input (SOURCE '"},
+      {kFinetune,
+       {bundle, out.string(), "--report", hard.string()},
+       "--report '" + hard.string() + "' is an input (SOURCE '" + bundle + "')"},
+      {kFinetune,
+       {bundle, out.string(), "--data", other_pairs.string(), "--report", other_pairs.string()},
+       "--report '" + other_pairs.string() + "' is an input (--data)"},
+      {kFinetune, {bundle, pairs}, "OUT '" + pairs + "' is an input (the data file SOURCE names)"},
+      {kFinetune,
+       {bundle, out.string(), "--report", dotted_out.string()},
+       "OUT '" + out.string() + "' and --report '" + dotted_out.string() +
+           "' are one file: one would overwrite the "
+           "other; give them different paths"},
+  };
+  for (const Clash& clash : clashes) {
+    std::string shown = clash.script.filename().string();
+    for (const std::string& argument : clash.arguments) shown += " " + argument;
+    INFO(shown);
+    const std::string line = refusal_line(timed_python(clash.script, clash.arguments, scratch));
+    CHECK(line.find(clash.expected) != std::string::npos);
+    for (const auto& [file, bytes] : before) {
+      INFO("input " << file.string());
+      CHECK(read_file(file) == bytes);
+    }
+    CHECK_FALSE(fs::exists(out));
+  }
+}
+
+TEST_CASE("torch_finetune: a --master-port in use ends at once with exit 2 and the remedy",
+          "[torch]") {
+  if (!torch_installed()) return;
+  const TemporaryFolder scratch("attograd_torch_faults");
+  const FinetuneInputs inputs = finetune_inputs(scratch);
+  const ListeningSocket taken;
+  const std::string port = std::to_string(taken.port());
+  const TimedRun timed =
+      timed_python(kFinetune,
+                   {inputs.bundle.string(), (scratch.path / "out.pt").string(), "--steps", "2",
+                    "--batch", "8", "--report", (scratch.path / "report.jsonl").string(),
+                    "--master-port", port, "--timeout", "3"},
+                   scratch);
+  const std::string line = refusal_line(timed);
+  CHECK(line == "error: --master-port " + port + ": 127.0.0.1:" + port +
+                    " is in use (another job or program listens there); give another "
+                    "--master-port, or omit it for a free port");
+  CHECK_FALSE(fs::exists(scratch.path / "out.pt"));
+  CHECK_FALSE(fs::exists(scratch.path / "report.jsonl"));
+}
+
+TEST_CASE("torch_finetune: a node whose node 0 never comes ends after --timeout with exit 2",
+          "[torch]") {
+  if (!torch_installed()) return;
+  const TemporaryFolder scratch("attograd_torch_faults");
+  const FinetuneInputs inputs = finetune_inputs(scratch);
+  const std::string port = std::to_string(unused_port());
+  const TimedRun timed =
+      timed_python(kFinetune,
+                   {inputs.bundle.string(), (scratch.path / "out.pt").string(), "--nproc", "1",
+                    "--nnodes", "2", "--node-rank", "1", "--master-port", port, "--timeout", "3"},
+                   scratch);
+  const std::string line = refusal_line(timed);
+  CHECK(line.rfind("error: no node 0 at 127.0.0.1:" + port + ": waited ", 0) == 0);
+  CHECK(line.find("(--timeout 3; last try: Connection refused); start node 0 first, or check "
+                  "--master-addr and --master-port") != std::string::npos);
+  CHECK_FALSE(fs::exists(scratch.path / "out.pt"));
+}
+
+TEST_CASE("torch_finetune: a node 0 whose other nodes never come ends after --timeout with exit 2",
+          "[torch]") {
+  if (!torch_installed()) return;
+  const TemporaryFolder scratch("attograd_torch_faults");
+  const FinetuneInputs inputs = finetune_inputs(scratch);
+  const std::string port = std::to_string(unused_port());
+  const TimedRun timed =
+      timed_python(kFinetune,
+                   {inputs.bundle.string(), (scratch.path / "out.pt").string(), "--nproc", "1",
+                    "--nnodes", "2", "--node-rank", "0", "--master-port", port, "--timeout", "1"},
+                   scratch);
+  const std::string line = refusal_line(timed);
+  CHECK(line.rfind("error: the job's 2 processes did not all meet at 127.0.0.1:" + port +
+                       ": rank 0 waited ",
+                   0) == 0);
+  CHECK(line.find("start every node within --timeout of node 0, with the same --master-addr, "
+                  "--master-port and --nnodes") != std::string::npos);
+  CHECK_FALSE(fs::exists(scratch.path / "out.pt"));
+}
+
+TEST_CASE(
+    "torch_finetune: a process that dies mid-run ends the job with exit 2 naming its rank; OUT "
+    "is left as it was",
+    "[torch]") {
+  if (!torch_installed()) return;
+  const TemporaryFolder scratch("attograd_torch_faults");
+  const FinetuneInputs inputs = finetune_inputs(scratch);
+  const fs::path out = scratch.path / "out.pt", report = scratch.path / "report.jsonl";
+  write_file(out, "an older fine-tune");
+  const std::vector<std::string> arguments = {
+      inputs.bundle.string(), out.string(), "--steps", "4", "--batch", "8", "--report",
+      report.string(),        "--timeout",  "3"};
+  // On one machine: the parent sees its process 1 end.
+  std::vector<std::string> one_machine = arguments;
+  one_machine.insert(one_machine.end(), {"--nproc", "2"});
+  const std::string line = refusal_line(
+      timed_python(kFinetune, one_machine, scratch, {"ATTOGRAD_TEST_FINETUNE_EXIT=1:2"}));
+  CHECK(line.rfind("error: rank 1 of 2 (process 1 on this machine) ended with exit status 3 "
+                   "before the job finished; the others were stopped and nothing was written",
+                   0) == 0);
+  CHECK(read_file(out) == "an older fine-tune");
+  CHECK_FALSE(fs::exists(report));
+  // Two nodes of one process each: node 0's process sees its peer's
+  // connection close in the middle of a step.
+  const std::string port = std::to_string(unused_port());
+  std::string node1 = "cd '" + scratch.path.string() +
+                      "' && ATTOGRAD_TEST_FINETUNE_EXIT=1:2 /usr/bin/timeout --kill-after=5 60 " +
+                      kPython.string() + " " + kFinetune.string();
+  for (const std::string& argument : arguments) node1 += " '" + argument + "'";
+  node1 += " --nproc 1 --nnodes 2 --node-rank 1 --master-port " + port;
+  std::vector<std::string> node0 = arguments;
+  node0.insert(node0.end(),
+               {"--nproc", "1", "--nnodes", "2", "--node-rank", "0", "--master-port", port});
+  std::string script = node1 + " > node1.out 2> node1.err & /usr/bin/timeout --kill-after=5 60 " +
+                       kPython.string() + " " + kFinetune.string();
+  for (const std::string& argument : node0) script += " '" + argument + "'";
+  script += "; status=$?; wait; exit $status";
+  const auto start = std::chrono::steady_clock::now();
+  TimedRun two_nodes{run_program("/bin/sh", {"-c", script}, scratch.path)};
+  two_nodes.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const std::string survivor = refusal_line(two_nodes);
+  CHECK(survivor.rfind("error: rank 1 of 2 ended during step 3 (rank 0 saw: ", 0) == 0);
+  CHECK(survivor.find("nothing was written; find why it ended") != std::string::npos);
+  CHECK(read_file(out) == "an older fine-tune");
+  CHECK_FALSE(fs::exists(report));
 }
 
 }  // namespace test_torch_bridge
