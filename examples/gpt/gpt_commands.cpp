@@ -17,6 +17,7 @@
 #include "examples/common/interrupt.hpp"
 #include "examples/common/output_folder.hpp"
 #include "examples/common/paths_apart.hpp"
+#include "examples/common/run_report.hpp"
 #include "models/gpt/char_data.hpp"
 #include "models/gpt/gpt.hpp"
 #include "models/gpt/sample.hpp"
@@ -40,7 +41,8 @@ constexpr int kDefaultColumn = 1;  // the French side
 // estimate (the final figure reads every window).
 constexpr int64_t kEvalBatch = 64;
 constexpr int64_t kProgressWindows = 256;
-constexpr int64_t kTimingWarmup = 10;  // iterations before tokens/s is timed
+constexpr int64_t kTimingWarmup = 10;      // iterations before tokens/s is timed
+constexpr int64_t kReportCharacters = 24;  // the sample report.html draws every head over
 
 struct Text {
   gpt::Vocabulary vocabulary;
@@ -139,11 +141,7 @@ gpt::Vocabulary checkpoint_vocabulary(const nn::Metadata& metadata, const std::s
   return gpt::Vocabulary(gpt::char_text(found->second, "the checkpoint's vocabulary").characters);
 }
 
-void save_run(const fs::path& folder, const gpt::GPT& model, const nn::Optimizer& optimizer,
-              const nn::Metadata& metadata, const std::vector<std::pair<double, double>>& curve,
-              const cli::InterruptGuard& interrupts) {
-  cli::OutputSet files(folder);
-  nn::save_training_state(files.staged(kCheckpointName), model, &optimizer, metadata);
+plot::LineChart loss_chart(const std::vector<std::pair<double, double>>& curve) {
   std::vector<double> x, y;
   for (const auto& [it, loss] : curve) {
     x.push_back(it);
@@ -155,7 +153,72 @@ void save_run(const fs::path& folder, const gpt::GPT& model, const nn::Optimizer
       .y_label("loss")
       .legend(plot::LegendPosition::hidden);
   if (!x.empty()) chart.line("validation", x, y);
-  chart.save(files.staged("loss.svg"));
+  return chart;
+}
+
+// A character as a map's label: the control characters by name.
+std::string label_of(const std::string& character) {
+  if (character == "\n") return "\\n";
+  if (character == " ") return "␣";
+  if (character == "\t") return "\\t";
+  return character;
+}
+
+// report.html: the settings, the figures, the loss curve and every block's
+// and head's causal attention over the validation text's first characters.
+cli::RunReport run_report(gpt::GPT& model, const TrainFlags& flags, const Text& text,
+                          const std::vector<std::pair<double, double>>& curve,
+                          const nlohmann::json& figures) {
+  cli::RunReport report("gpt train");
+  for (const auto& [name, value] :
+       std::vector<std::pair<std::string, int64_t>>{{"iterations", flags.iters},
+                                                    {"batch", flags.batch},
+                                                    {"block", flags.block},
+                                                    {"layers", flags.layers},
+                                                    {"heads", flags.heads},
+                                                    {"embd", flags.embd},
+                                                    {"vocabulary", text.vocabulary.size()},
+                                                    {"seed", flags.seed}}) {
+    report.setting(name, std::to_string(value));
+  }
+  for (const auto& [name, value] : figures.items()) report.figure(name, value.dump());
+  report.picture("Validation loss", loss_chart(curve).to_svg());
+  const int64_t positions = std::min<int64_t>(kReportCharacters, flags.block);
+  const std::vector<int64_t> ids(text.split.validation.begin(),
+                                 text.split.validation.begin() + positions);
+  std::vector<std::string> labels;
+  for (int64_t id : ids) labels.push_back(label_of(text.vocabulary.characters()[size_t(id)]));
+  {
+    const nn::EvalModeGuard eval_mode(model);
+    const NoGradGuard no_grad;
+    model.keep_attention_weights(true);
+    model.forward(ids, 1, positions);
+    model.keep_attention_weights(false);
+  }
+  const std::vector<Tensor> maps = model.attention_weights();  // each (1,h,T,T)
+  const std::string sentence = text.vocabulary.decode(ids);
+  for (size_t block = 0; block < maps.size(); ++block) {
+    for (int64_t head = 0; head < flags.heads; ++head) {
+      const std::vector<real> w = select(select(maps[block], 0, 0), 0, head).to_vector();
+      report.attention({.sentence = sentence,
+                        .kind = "causal self",
+                        .block = int(block + 1),
+                        .head = int(head + 1),
+                        .queries = labels,
+                        .keys = labels,
+                        .weights = std::vector<double>(w.begin(), w.end())});
+    }
+  }
+  return report;
+}
+
+void save_run(const fs::path& folder, const gpt::GPT& model, const nn::Optimizer& optimizer,
+              const nn::Metadata& metadata, const std::vector<std::pair<double, double>>& curve,
+              const cli::RunReport* report, const cli::InterruptGuard& interrupts) {
+  cli::OutputSet files(folder);
+  nn::save_training_state(files.staged(kCheckpointName), model, &optimizer, metadata);
+  loss_chart(curve).save(files.staged("loss.svg"));
+  if (report != nullptr) report->save(files.staged("report.html"));
   interrupts.during_save();
   files.commit();
 }
@@ -245,6 +308,7 @@ int run_train(const TrainFlags& given_flags) {
       .reads("--resume", flags.resume)
       .writes_next("--out", folder / kCheckpointName, "--resume")
       .writes("--out", folder / "loss.svg")
+      .writes("--out", folder / "report.html")
       .check();
   cli::prepare_output_folder("--out", folder);
 
@@ -326,28 +390,30 @@ int run_train(const TrainFlags& given_flags) {
     }
   }
   const double val_loss = curve.empty() ? std::nan("") : curve.back().second;
+  const double tokens_per_second =
+      timed_iterations > 0 ? double(timed_iterations * flags.batch * flags.block) / timed_seconds
+                           : 0.0;
+  const nlohmann::json summary = {{"iterations", iteration},
+                                  {"train_loss", train_loss},
+                                  {"val_loss", val_loss},
+                                  {"tokens_per_second", tokens_per_second},
+                                  {"parameters", model.parameter_count()}};
+  // An interrupted run keeps its checkpoint and curve; the report is a finished run's.
+  const bool finished = !interrupts.requested();
+  const cli::RunReport report =
+      finished ? run_report(model, flags, text, curve, summary) : cli::RunReport("gpt train");
   save_run(folder, model, adamw,
            checkpoint_metadata(flags, data, column, text.vocabulary, iteration, curve), curve,
-           interrupts);
-  std::cout << fmt::format("Wrote {} and loss.svg in {}\n", kCheckpointName, folder.string());
+           finished ? &report : nullptr, interrupts);
+  std::cout << fmt::format("Wrote {}, loss.svg{} in {}\n", kCheckpointName,
+                           finished ? " and report.html" : "", folder.string());
   if (interrupts.requested()) {
     std::cerr << fmt::format(
         "gpt train: stopped by {} after iteration {}; continue with --resume {}\n",
         interrupts.what(), iteration, (folder / kCheckpointName).string());
     return interrupts.exit_status();
   }
-  if (flags.json) {
-    const double tokens_per_second =
-        timed_iterations > 0 ? double(timed_iterations * flags.batch * flags.block) / timed_seconds
-                             : 0.0;
-    std::cout << nlohmann::json{{"iterations", iteration},
-                                {"train_loss", train_loss},
-                                {"val_loss", val_loss},
-                                {"tokens_per_second", tokens_per_second},
-                                {"parameters", model.parameter_count()}}
-                     .dump()
-              << "\n";
-  }
+  if (flags.json) std::cout << summary.dump() << "\n";
   return 0;
 }
 

@@ -95,6 +95,15 @@ TEST_CASE("gpt train: the JSON line, an exact resume, and sample with or without
   }
   CHECK(summary["val_loss"].get<double>() < 3.0);  // below ln of the ~17 characters
   CHECK(fs::exists(scratch.path / "whole" / "loss.svg"));
+  // Every block's and head's causal attention over a sample: 1 block x 2 heads.
+  const std::string page = attograd::testing::read_file(scratch.path / "whole" / "report.html");
+  size_t maps = 0;
+  for (size_t at = page.find("<figure class=\"map\""); at != std::string::npos;
+       at = page.find("<figure class=\"map\"", at + 1)) {
+    ++maps;
+  }
+  CHECK(maps == 2);
+  CHECK(page.find("data-kind=\"causal self\"") != std::string::npos);
 
   // 10 iterations, then 10 more from the checkpoint: the same weights, so
   // the same validation loss to the last digit.

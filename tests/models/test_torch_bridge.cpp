@@ -747,9 +747,14 @@ namespace {
 // One call on a PathsApart: reads, writes, writes_next (`extra` the input it
 // continues) or writes_matching (`extra` the pattern).
 struct PathsCall {
+  PathsCall(std::string kind_, std::string flag_, fs::path path_, std::string extra_ = "")
+      : kind(std::move(kind_)),
+        flag(std::move(flag_)),
+        path(std::move(path_)),
+        extra(std::move(extra_)) {}
   std::string kind, flag;
   fs::path path;
-  std::string extra;
+  std::string extra;  // writes_next's input flag, writes_matching's pattern
 };
 
 // The message cli::PathsApart's check() throws for `calls`, or "".
