@@ -73,7 +73,7 @@ CausalSelfAttention::CausalSelfAttention(const GPTOptions& options, Generator& g
 // x (B,T,d) → q, k, v (B·h, T, d/h) each, by one c_attn and three views;
 //   y = softmax(q kᵀ / √(d/h) + causal mask) v      (B·h, T, d/h)
 //   out = c_proj(heads side by side)                (B,T,d)
-Tensor CausalSelfAttention::forward(const Tensor& x) {
+Tensor CausalSelfAttention::forward(const Tensor& x, LayerCache* fill) {
   check(x.dim() == 3 && x.size(2) == n_embd_,
         "CausalSelfAttention: input of shape {}; expected (B, T, {})", x.shape(), n_embd_);
   const int64_t B = x.size(0), T = x.size(1), h = n_head_, dh = n_embd_ / n_head_;
@@ -83,6 +83,18 @@ Tensor CausalSelfAttention::forward(const Tensor& x) {
     return reshape(permute(reshape(slice, {B, T, h, dh}), {0, 2, 1, 3}), {B * h, T, dh});
   };
   const Tensor q = heads(0), k = heads(1), v = heads(2);
+  if (fill != nullptr) {  // (h,T,dh) into the cache's (h,capacity,dh)
+    const int64_t capacity = fill->keys.size(1);
+    check(B == 1 && T <= capacity,
+          "CausalSelfAttention: cannot fill a cache of {} positions with a batch of {} x {}",
+          capacity, B, T);
+    const Tensor keys = k.contiguous_data(), values = v.contiguous_data();
+    for (int64_t head = 0; head < h; ++head) {
+      std::copy_n(keys.data() + head * T * dh, T * dh, fill->keys.data() + head * capacity * dh);
+      std::copy_n(values.data() + head * T * dh, T * dh,
+                  fill->values.data() + head * capacity * dh);
+    }
+  }
   const Tensor scores = bmm(q, transpose(k, 1, 2)) * real(1.0 / std::sqrt(double(dh)));
   const Tensor weights = masked_softmax(scores, causal_lengths(B * h, T));  // (B·h,T,T)
   if (keep_weights_) attention_weights_ = reshape(detach(weights), {B, h, T, T});
@@ -132,8 +144,8 @@ Block::Block(const GPTOptions& options, Generator& generator) : nn::Module("Bloc
   mlp = register_module("mlp", std::make_shared<MLP>(options, generator));
 }
 
-Tensor Block::forward(const Tensor& x) {
-  const Tensor after_attention = x + attn->forward(ln_1->forward(x));
+Tensor Block::forward(const Tensor& x, LayerCache* fill) {
+  const Tensor after_attention = x + attn->forward(ln_1->forward(x), fill);
   return after_attention + mlp->forward(ln_2->forward(after_attention));
 }
 
@@ -211,6 +223,26 @@ KVCache GPT::new_cache() const {
                             Tensor::empty({h, options_.block_size(), dh})});
   }
   return cache;
+}
+
+Tensor GPT::prefill(const std::vector<int64_t>& ids, KVCache& cache) {
+  check(cache.length == 0, "GPT::prefill: the cache holds {} positions; prefill an empty one",
+        cache.length);
+  const auto positions = static_cast<int64_t>(ids.size());
+  check(positions >= 1 && positions <= options_.block_size(),
+        "GPT::prefill: {} ids; the cache takes 1 to block_size = {}", positions,
+        options_.block_size());
+  const NoGradGuard no_grad;
+  std::vector<int64_t> where(static_cast<size_t>(positions));
+  for (int64_t t = 0; t < positions; ++t) where[size_t(t)] = t;
+  Tensor x = transformer->wte->forward(ids, {1, positions}) +
+             transformer->wpe->forward(where, {1, positions});
+  for (size_t i = 0; i < transformer->h.size(); ++i) {
+    x = transformer->h[i]->forward(x, &cache.layers[i]);
+  }
+  cache.length = positions;
+  const Tensor last = transformer->ln_f->forward(select(x, 1, positions - 1));  // (1,d)
+  return reshape(matmul(last, transpose(transformer->wte->weight, 0, 1)), {options_.vocab_size()});
 }
 
 Tensor GPT::step(int64_t token, KVCache& cache) {

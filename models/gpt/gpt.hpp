@@ -110,8 +110,9 @@ struct KVCache {
 class CausalSelfAttention : public nn::Module {
  public:
   CausalSelfAttention(const GPTOptions& options, Generator& generator);
-  // x: (B,T,d) -> (B,T,d)
-  Tensor forward(const Tensor& x);
+  // x: (B,T,d) -> (B,T,d); with `fill` (B = 1), the T keys and values also
+  // go into the cache's first T positions.
+  Tensor forward(const Tensor& x, LayerCache* fill = nullptr);
   // x: (1,d), the next position; appends its key and value to `cache`
   // (whose length is the positions before it) -> (1,d)
   Tensor forward_cached(const Tensor& x, LayerCache& cache, int64_t length);
@@ -142,7 +143,7 @@ class MLP : public nn::Module {
 class Block : public nn::Module {
  public:
   Block(const GPTOptions& options, Generator& generator);
-  Tensor forward(const Tensor& x);                                            // (B,T,d) -> (B,T,d)
+  Tensor forward(const Tensor& x, LayerCache* fill = nullptr);                // (B,T,d) -> (B,T,d)
   Tensor forward_cached(const Tensor& x, LayerCache& cache, int64_t length);  // (1,d)
 
   std::shared_ptr<nn::LayerNorm> ln_1;
@@ -175,6 +176,10 @@ class GPT : public nn::Module {
 
   // A cache for up to block_size positions, empty.
   KVCache new_cache() const;
+  // Reads `ids` (1 to block_size of them) in one forward pass into an empty
+  // `cache` and returns the logits of the token after them (V), without
+  // history: what `ids.size()` calls of step() give, as one batched pass.
+  Tensor prefill(const std::vector<int64_t>& ids, KVCache& cache);
   // Appends `token` at position cache.length and returns the logits of the
   // next token (V), without history. Throws when the cache is full.
   Tensor step(int64_t token, KVCache& cache);

@@ -56,7 +56,7 @@ std::vector<int64_t> sample(GPT& model, const std::vector<int64_t>& prompt,
   const auto read_window = [&] {  // the logits after the whole window
     if (options.kv_cache) {
       cache = model.new_cache();
-      for (int64_t id : window) logits = model.step(id, cache);
+      logits = model.prefill(window, cache);
     } else {
       const Tensor all = model.forward(window, 1, int64_t(window.size()));
       logits = reshape(select(all, 1, int64_t(window.size()) - 1), {model.options().vocab_size()});

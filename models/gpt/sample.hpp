@@ -11,10 +11,10 @@
 // The context a character is predicted from is the characters since the
 // last window start, at most block_size. When it is full, the window
 // restarts at its last ⌊block_size/2⌋ characters (which, for the cache,
-// are read again into a new cache) — so with the cache each character costs
-// one position through the model, and without it (kv_cache = false) the
-// whole context is recomputed: the same contexts either way, so the same
-// seed gives the same characters (a test proves it).
+// are read again into a new cache in one batched pass, GPT::prefill) — so with the cache each
+// character costs one position through the model, and without it (kv_cache = false) the whole
+// context is recomputed: the same contexts either way, so the same seed gives the same characters
+// (a test proves it).
 #pragma once
 
 #include <cstdint>
