@@ -335,16 +335,17 @@ std::vector<Gradient> run_backward(std::span<const Tensor> roots, std::span<cons
 
 }  // namespace
 
-void backward(const Tensor& root, const Tensor& grad_output, bool retain_graph, bool create_graph) {
-  const Tensor seed = backward_seed("backward", "the output", root, grad_output, create_graph);
-  run_backward({&root, 1}, {&seed, 1}, retain_graph, create_graph, {});
+void backward(const Tensor& root, const Tensor& grad_output, const BackwardOptions& options) {
+  const Tensor seed =
+      backward_seed("backward", "the output", root, grad_output, options.create_graph);
+  run_backward({&root, 1}, {&seed, 1}, options.retain_graph, options.create_graph, {});
 }
 
 namespace autograd {
 
 std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
-                         const std::vector<Tensor>& grad_outputs, bool retain_graph,
-                         bool create_graph, bool allow_unused) {
+                         const std::vector<Tensor>& grad_outputs, const GradOptions& options) {
+  const auto [retain_graph, create_graph, allow_unused] = options;
   check(!outputs.empty(), "autograd::grad: no outputs given; pass the tensors to differentiate");
   check(!inputs.empty(),
         "autograd::grad: no inputs given; pass the tensors to differentiate with respect to");

@@ -121,24 +121,34 @@ Tensor saved_output(const Tensor& y);
 // grad_enabled() is then true): the gradients added into the leaves have
 // graphs of their own and can be differentiated again. It implies
 // retain_graph (the new graph reads the old one's saved tensors).
-void backward(const Tensor& root, const Tensor& grad_output = Tensor(), bool retain_graph = false,
-              bool create_graph = false);
+struct BackwardOptions {
+  bool retain_graph = false;  // keep the graph for another backward
+  bool create_graph = false;  // record the backward itself (implies retain_graph)
+};
+void backward(const Tensor& root, const Tensor& grad_output = Tensor(),
+              const BackwardOptions& options = {});
 
 namespace autograd {
+
+struct GradOptions {
+  bool retain_graph = false;  // keep the graph for another backward
+  bool create_graph = false;  // record the results' graphs (implies retain_graph)
+  bool allow_unused = false;  // an input no output depends on gets an undefined Tensor
+};
 
 // The gradients of `outputs` with respect to `inputs`, returned (one per
 // input, in order) rather than added into anyone's .grad, as
 // torch::autograd::grad does. grad_outputs gives each output's gradient
 // (empty: every output must hold one element, and its gradient is 1). With
 // create_graph the results are recorded and can be differentiated again:
-//   const Tensor g = autograd::grad({y}, {x}, {}, true, true)[0];  // dy/dx, with a graph
-//   const Tensor h = autograd::grad({g}, {x})[0];                  // d²y/dx²
+//   const Tensor g = autograd::grad({y}, {x}, {}, {.create_graph = true})[0];  // dy/dx, with a
+//   graph const Tensor h = autograd::grad({g}, {x})[0];                  // d²y/dx²
 // create_graph implies retain_graph, as PyTorch's default has it. An input
 // that no output depends on is an error, or an undefined Tensor with
 // allow_unused; one the outputs depend on only through zero gradients gets zeros.
 std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
-                         const std::vector<Tensor>& grad_outputs = {}, bool retain_graph = false,
-                         bool create_graph = false, bool allow_unused = false);
+                         const std::vector<Tensor>& grad_outputs = {},
+                         const GradOptions& options = {});
 
 }  // namespace autograd
 

@@ -99,8 +99,7 @@ GradcheckResult gradgradcheck(const GradcheckFunction& fn, const std::vector<Ten
     check(requires_grad(output),
           "gradgradcheck: the function's output does not depend on any input that requires grad");
     const std::vector<Tensor> gradients =
-        autograd::grad({sum(mul(output, r))}, x, {}, /*retain_graph=*/false,
-                       /*create_graph=*/true, /*allow_unused=*/true);
+        autograd::grad({sum(mul(output, r))}, x, {}, {.create_graph = true, .allow_unused = true});
     std::vector<Tensor> flat;
     for (size_t i = 0; i < x.size(); ++i) {
       flat.push_back(reshape(gradients[i].defined() ? gradients[i] : zeros(x[i].shape()), {-1}));

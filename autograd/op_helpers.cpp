@@ -40,8 +40,7 @@ Gradients composed_gradients(const std::function<Tensor(const std::vector<Tensor
         y.defined() ? y.shape().str() : std::string("(undefined)"), dy.shape());
   if (!requires_grad(y)) return gradients;
   const std::vector<Tensor> found =
-      autograd::grad({y}, differentiable, {dy}, /*retain_graph=*/false,
-                     /*create_graph=*/true, /*allow_unused=*/true);
+      autograd::grad({y}, differentiable, {dy}, {.create_graph = true, .allow_unused = true});
   size_t next = 0;
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (inputs[i].defined() && requires_grad(inputs[i])) gradients[i] = found[next++];

@@ -36,7 +36,7 @@ int run(const std::string& dot_file) {
   Tensor g = f / 2.0;
   g = g + 10.0 / f;
 
-  backward(g, Tensor(), /*retain_graph=*/!dot_file.empty());  // kept for the picture
+  backward(g, Tensor(), {.retain_graph = !dot_file.empty()});  // kept for the picture
   if (!dot_file.empty()) {
     const DotOptions options = DotOptions().names({{"a", a}, {"b", b}}).show_values(true);
     cli::write_graph_files(dot_file, graph_picture(g, options), std::cout);

@@ -1,6 +1,6 @@
 // examples/higher_order.cpp — gradients of gradients: what create_graph buys.
 //
-// autograd::grad(…, create_graph = true) returns gradients that have graphs of
+// autograd::grad(…, {.create_graph = true}) returns gradients that have graphs of
 // their own, so they can be differentiated again. Four uses, each checked:
 //
 //   1. A Hessian-vector product H·v of an MLP's loss, the gradient of ⟨∇L, v⟩,
@@ -134,8 +134,8 @@ MlpProblem make_mlp_problem(Generator& generator) {
 // H·v = ∂⟨∇L(θ), v⟩/∂θ: one backward that records (create_graph), one through it.
 std::vector<Tensor> hessian_vector_product(const MlpProblem& problem,
                                            const std::vector<Tensor>& v) {
-  const std::vector<Tensor> g = autograd::grad({problem.loss()}, problem.parameters, {},
-                                               /*retain_graph=*/false, /*create_graph=*/true);
+  const std::vector<Tensor> g =
+      autograd::grad({problem.loss()}, problem.parameters, {}, {.create_graph = true});
   return autograd::grad({inner_product(g, v)}, problem.parameters);
 }
 
@@ -194,7 +194,7 @@ HvpResult check_hessian_vector_product(Generator& generator) {
       const Tensor loss = problem.loss();
       const double start = thread_cpu_us();
       const std::vector<Tensor> g =
-          autograd::grad({loss}, problem.parameters, {}, false, create_graph);
+          autograd::grad({loss}, problem.parameters, {}, {.create_graph = create_graph});
       (create_graph ? recording : plain).push_back(thread_cpu_us() - start);
     }
   }
@@ -226,10 +226,10 @@ HessianResult rosenbrock_hessian(GraphPicture* picture) {
   const Tensor b = requires_grad_(scalar(static_cast<real>(result.b)));
   const Tensor f = rosenbrock(a, b);
   result.value = f.item();
-  const std::vector<Tensor> g = autograd::grad({f}, {a, b}, {}, false, /*create_graph=*/true);
+  const std::vector<Tensor> g = autograd::grad({f}, {a, b}, {}, {.create_graph = true});
   if (picture) *picture = graph_picture(g[0], DotOptions().names({{"a", a}, {"b", b}}));
   for (int row = 0; row < 2; ++row) {
-    const std::vector<Tensor> h = autograd::grad({g[row]}, {a, b}, {}, /*retain_graph=*/row == 0);
+    const std::vector<Tensor> h = autograd::grad({g[row]}, {a, b}, {}, {.retain_graph = row == 0});
     for (int column = 0; column < 2; ++column) result.hessian[row][column] = h[column].item();
   }
   // ∂²f/∂a² = 2 − 400 (b − a²) + 800 a², ∂²f/∂a∂b = −400 a, ∂²f/∂b² = 200.
@@ -266,7 +266,7 @@ struct NewtonResult {
 NewtonStep derivatives(nw_regression::NWKernelRegression& model,
                        const nw_regression::TrainingLoss& training_loss) {
   const Tensor loss = training_loss(model);
-  const Tensor first = autograd::grad({loss}, {model.w}, {}, false, /*create_graph=*/true)[0];
+  const Tensor first = autograd::grad({loss}, {model.w}, {}, {.create_graph = true})[0];
   const Tensor second = autograd::grad({first}, {model.w})[0];
   return {model.w.item(), loss.item(), first.item(), second.item(), ""};
 }

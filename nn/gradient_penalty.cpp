@@ -20,8 +20,7 @@ Tensor gradient_penalty(const std::function<Tensor(const Tensor&)>& f, const Ten
         "gradient_penalty: f must give one value per sample, (B) or (B,1) with B = {}; got {}",
         batch, output.defined() ? output.shape() : Shape{});
   // ∂(Σ_b f(x)_b)/∂x: row b is ∇_{x_b} f(x)_b. create_graph keeps its graph.
-  const Tensor dx = autograd::grad({sum(output)}, {input}, {}, /*retain_graph=*/true,
-                                   /*create_graph=*/true)[0];  // (B,D)
+  const Tensor dx = autograd::grad({sum(output)}, {input}, {}, {.create_graph = true})[0];  // (B,D)
   return mean(sum(dx * dx, {1}));
 }
 

@@ -9,7 +9,7 @@
 // (Gulrajani et al. 2017, there (‖∇‖ − 1)² at points between real and fake
 // samples) with the target norm 0, which is Drucker & LeCun's "double
 // backpropagation" (1992): a smoother f, less sensitive to its input. The
-// gradient is taken with autograd::grad(…, create_graph = true), so P has a
+// gradient is taken with autograd::grad(…, {.create_graph = true}), so P has a
 // graph through that gradient back to f's parameters and backward(loss + λP)
 // differentiates f twice.
 //

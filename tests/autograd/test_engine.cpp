@@ -128,7 +128,7 @@ TEST_CASE("a 100,000-step chain runs backward and is destroyed without recursion
     Tensor x = requires_grad_(scalar(3));
     {
       Tensor y = chain(x);
-      backward(y, Tensor(), /*retain_graph=*/true);
+      backward(y, Tensor(), {.retain_graph = true});
       backward(y);  // the graph is still there
     }
     CHECK(grad(x).item() == 2);
@@ -223,7 +223,7 @@ TEST_CASE("retain_graph allows a second backward, the default frees the graph",
   Tensor y = exp(x) * x;  // dy/dx = eˣ(1 + x) = 3e²
   const double once = 3 * std::exp(2.0);
 
-  backward(y, Tensor(), /*retain_graph=*/true);
+  backward(y, Tensor(), {.retain_graph = true});
   CHECK(grad(x).item() == Approx(once));
   backward(y);
   CHECK(grad(x).item() == Approx(2 * once));

@@ -97,7 +97,7 @@ TEST_CASE("retain_graph runs a graph with deferred gradients twice", "[autograd]
   const Tensor w = requires_grad_(randn({2, 3}, generator));
   const Tensor x = randn({4, 3}, generator);
   const Tensor loss = sum(pow(linear(x, w, Tensor()), 2));
-  backward(loss, Tensor(), /*retain_graph=*/true);
+  backward(loss, Tensor(), {.retain_graph = true});
   const Tensor first = grad(w).clone_data();
   backward(loss);
   require_close(grad(w), first * real(2));

@@ -56,10 +56,10 @@ TEST_CASE("create_graph: the gradient of x³ is 3x², differentiable again to 6x
           "[higher-order][autograd]") {
   const Tensor x = requires_grad_(tensor({1.5, -2, 0.5}));
   const Tensor y = sum(x * x * x);
-  const Tensor g = autograd::grad({y}, {x}, {}, true, true)[0];
+  const Tensor g = autograd::grad({y}, {x}, {}, {.create_graph = true})[0];
   REQUIRE(requires_grad(g));
   CHECK(as_doubles(g) == std::vector<double>{6.75, 12, 0.75});
-  const Tensor h = autograd::grad({sum(g)}, {x}, {}, true, true)[0];
+  const Tensor h = autograd::grad({sum(g)}, {x}, {}, {.create_graph = true})[0];
   CHECK(as_doubles(h) == std::vector<double>{9, -12, 3});
   const Tensor third = autograd::grad({sum(h)}, {x})[0];
   CHECK(as_doubles(third) == std::vector<double>{6, 6, 6});
@@ -68,7 +68,7 @@ TEST_CASE("create_graph: the gradient of x³ is 3x², differentiable again to 6x
 TEST_CASE("backward(create_graph) leaves a .grad with a graph, and without it nothing is recorded",
           "[higher-order][autograd]") {
   const Tensor x = requires_grad_(tensor({2.0, 3.0}));
-  backward(sum(x * x * x), Tensor(), false, /*create_graph=*/true);
+  backward(sum(x * x * x), Tensor(), {.create_graph = true});
   const Tensor g = grad(x);  // 3x²
   REQUIRE(requires_grad(g));
   CHECK(as_doubles(g) == std::vector<double>{12, 27});
@@ -103,12 +103,12 @@ TEST_CASE("autograd::grad: with respect to an intermediate tensor, several outpu
   const Tensor y1 = sum(h * 3.0);
   const Tensor y2 = h * 2.0;  // not a scalar: needs its own gradient
   const std::vector<Tensor> g =
-      autograd::grad({y1, y2}, {h, x}, {Tensor(), tensor({1.0, 10.0})}, true);
+      autograd::grad({y1, y2}, {h, x}, {Tensor(), tensor({1.0, 10.0})}, {.retain_graph = true});
   CHECK(as_doubles(g[0]) == std::vector<double>{5, 23});   // 3 + 2·(1, 10)
   CHECK(as_doubles(g[1]) == std::vector<double>{10, 92});  // (5, 23) ⊙ 2x
   // The same output with and without retain: create_graph implies it.
   const Tensor z = sum(x * x);
-  autograd::grad({z}, {x}, {}, false, /*create_graph=*/true);
+  autograd::grad({z}, {x}, {}, {.create_graph = true});
   CHECK_NOTHROW(autograd::grad({z}, {x}));
 }
 
@@ -118,18 +118,19 @@ TEST_CASE("autograd::grad: unused inputs, non-scalar outputs and tensors outside
   const Tensor unused = requires_grad_(tensor({5.0}));
   const Tensor constant = tensor({1.0, 1.0});
   const Tensor y = sum(x * x);
-  CHECK_THROWS_WITH(autograd::grad({y}, {x, unused}, {}, true),
+  CHECK_THROWS_WITH(autograd::grad({y}, {x, unused}, {}, {.retain_graph = true}),
                     Catch::StartsWith("autograd::grad: input 1 (shape (1)) is not used") &&
                         Catch::Contains("allow_unused=true"));
-  const std::vector<Tensor> g = autograd::grad({y}, {x, unused}, {}, true, false, true);
+  const std::vector<Tensor> g =
+      autograd::grad({y}, {x, unused}, {}, {.retain_graph = true, .allow_unused = true});
   CHECK(g[0].defined());
   CHECK_FALSE(g[1].defined());
-  CHECK_THROWS_WITH(autograd::grad({y}, {constant}, {}, true),
+  CHECK_THROWS_WITH(autograd::grad({y}, {constant}, {}, {.retain_graph = true}),
                     Catch::StartsWith("autograd::grad: input 0 does not require grad"));
-  CHECK_THROWS_WITH(autograd::grad({x * x}, {x}, {}, true),
+  CHECK_THROWS_WITH(autograd::grad({x * x}, {x}, {}, {.retain_graph = true}),
                     Catch::StartsWith("autograd::grad: output 0 has shape (2)") &&
                         Catch::Contains("one-element"));
-  CHECK_THROWS_WITH(autograd::grad({y}, {x}, {Tensor(), Tensor()}, true),
+  CHECK_THROWS_WITH(autograd::grad({y}, {x}, {Tensor(), Tensor()}, {.retain_graph = true}),
                     Catch::StartsWith("autograd::grad: 2 grad_outputs for 1 outputs"));
   CHECK_THROWS_WITH(autograd::grad({constant}, {x}),
                     Catch::StartsWith("autograd::grad: output 0 does not require grad"));
@@ -196,8 +197,8 @@ TEST_CASE("third derivatives of tanh, sigmoid and exp equal their closed forms",
   const std::vector<double> points = {-2.0, -0.7, 0.0, 0.3, 1.9};
   auto third = [&](Tensor (*f)(const Tensor&)) {
     const Tensor x = requires_grad_(from_vector(std::vector<real>(points.begin(), points.end())));
-    const Tensor d1 = autograd::grad({sum(f(x))}, {x}, {}, true, true)[0];
-    const Tensor d2 = autograd::grad({sum(d1)}, {x}, {}, true, true)[0];
+    const Tensor d1 = autograd::grad({sum(f(x))}, {x}, {}, {.create_graph = true})[0];
+    const Tensor d2 = autograd::grad({sum(d1)}, {x}, {}, {.create_graph = true})[0];
     return as_doubles(autograd::grad({sum(d2)}, {x})[0]);
   };
   const std::vector<double> tanh3 = third(attograd::tanh);
@@ -229,7 +230,7 @@ TEST_CASE("deferred gradients fall back to recorded products under create_graph"
     const Tensor w = requires_grad_(w0.clone_data());
     const Tensor b = requires_grad_(b0.clone_data());
     const Tensor loss = sum(tanh(linear(x, w, b)));
-    backward(loss, Tensor(), false, create_graph);
+    backward(loss, Tensor(), {.create_graph = create_graph});
     CHECK(requires_grad(grad(w)) == create_graph);
     return std::vector<std::vector<double>>{as_doubles(grad(x)), as_doubles(grad(w)),
                                             as_doubles(grad(b))};

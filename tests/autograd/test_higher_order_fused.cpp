@@ -52,8 +52,8 @@ Inputs first_order(const Function& f, const Inputs& values, bool create_graph) {
   Generator r_generator(7);
   const Tensor R = uniform(out.shape(), -1.0, 1.0, r_generator);
   const Tensor loss = sum(out * R);
-  const Inputs grads = autograd::grad({loss}, leaves, {}, /*retain_graph=*/false, create_graph,
-                                      /*allow_unused=*/true);
+  const Inputs grads =
+      autograd::grad({loss}, leaves, {}, {.create_graph = create_graph, .allow_unused = true});
   Inputs result;
   for (const Tensor& g : grads) result.push_back(g.defined() ? g.clone_data() : Tensor());
   return result;
@@ -225,7 +225,7 @@ Inputs hessian_vector_products(const Function& f, const Inputs& values, const In
   const Tensor out = f(leaves);
   Generator r_generator(7);
   const Tensor loss = sum(out * uniform(out.shape(), -1.0, 1.0, r_generator));
-  const Inputs grads = autograd::grad({loss}, leaves, {}, true, /*create_graph=*/true);
+  const Inputs grads = autograd::grad({loss}, leaves, {}, {.create_graph = true});
   Tensor inner = sum(grads[0] * directions[0]);
   for (size_t i = 1; i < grads.size(); ++i) inner = inner + sum(grads[i] * directions[i]);
   Inputs result;
@@ -269,7 +269,7 @@ TEST_CASE("under create_graph a fused op's gradient is a recorded tensor with a 
     const Tensor w = requires_grad_(any_values({5}));
     const Tensor v = requires_grad_(any_values({2, 5, 4}));
     const Tensor loss = sum(pow(attention_pool(layer_norm(x, {5}, w, Tensor()), v), 2));
-    const Inputs grads = autograd::grad({loss}, {x, w, v}, {}, false, /*create_graph=*/true);
+    const Inputs grads = autograd::grad({loss}, {x, w, v}, {}, {.create_graph = true});
     for (size_t i = 0; i < grads.size(); ++i) {
       INFO("input " << i);
       CHECK(requires_grad(grads[i]));
@@ -286,7 +286,7 @@ TEST_CASE("dropout's second derivative uses the same mask as its first", "[highe
   const Tensor x = requires_grad_(uniform({4, 9}, 0.5, 2.0, generator()));
   const Tensor y = dropout.forward(x);
   const Tensor mask = detach(y) / detach(x);
-  const Tensor first = autograd::grad({sum(y * y)}, {x}, {}, false, /*create_graph=*/true)[0];
+  const Tensor first = autograd::grad({sum(y * y)}, {x}, {}, {.create_graph = true})[0];
   CHECK(first.to_vector() == (real(2) * mask * mask * detach(x)).to_vector());
   const Tensor second = autograd::grad({sum(first)}, {x})[0];
   CHECK(second.to_vector() == (real(2) * mask * mask).to_vector());

@@ -63,7 +63,7 @@ std::vector<Tensor> gradients(const OpCase& op, const Tensor& R, bool create_gra
   const Inputs leaves = leaves_of(op.inputs);
   const Tensor y = op.function(leaves);
   const Tensor loss = sum(mul(mul(y, y), R));
-  return autograd::grad({loss}, leaves, {}, /*retain_graph=*/false, create_graph);
+  return autograd::grad({loss}, leaves, {}, {.create_graph = create_graph});
 }
 
 std::vector<OpCase> op_cases() {
@@ -265,7 +265,7 @@ TEST_CASE("d²/dx² Σ x³ = 6x, through pow and through mul", "[higher-order][f
     INFO((through_pow ? "pow(x, 3)" : "x ⊙ x ⊙ x"));
     const Tensor x = requires_grad_(x0.clone_data());
     const Tensor cube = through_pow ? pow(x, real(3)) : mul(mul(x, x), x);
-    const Tensor first = autograd::grad({sum(cube)}, {x}, {}, false, /*create_graph=*/true)[0];
+    const Tensor first = autograd::grad({sum(cube)}, {x}, {}, {.create_graph = true})[0];
     const Tensor second = autograd::grad({sum(first)}, {x})[0];
     for (int64_t i = 0; i < x.numel(); ++i) {
       INFO("element " << i);
@@ -283,7 +283,7 @@ TEST_CASE("second derivatives of tanh and sigmoid equal their closed forms",
     INFO((is_tanh ? "tanh" : "sigmoid"));
     const Tensor x = requires_grad_(x0.clone_data());
     const Tensor first =
-        autograd::grad({sum(is_tanh ? tanh(x) : sigmoid(x))}, {x}, {}, false, true)[0];
+        autograd::grad({sum(is_tanh ? tanh(x) : sigmoid(x))}, {x}, {}, {.create_graph = true})[0];
     const Tensor second = autograd::grad({sum(first)}, {x})[0];
     for (int64_t i = 0; i < x.numel(); ++i) {
       const double v = x0.data()[i];
@@ -304,7 +304,7 @@ TEST_CASE("the Hessian of Σ (a b)² equals its closed form", "[higher-order][f6
   const Tensor a0 = any_values({M, K}), b0 = any_values({K, N});
   const Tensor a = requires_grad_(a0.clone_data()), b = requires_grad_(b0.clone_data());
   const Tensor grad_a =
-      autograd::grad({sum(pow(matmul(a, b), real(2)))}, {a}, {}, false, /*create_graph=*/true)[0];
+      autograd::grad({sum(pow(matmul(a, b), real(2)))}, {a}, {}, {.create_graph = true})[0];
   auto bbT = [&](int64_t k, int64_t l) {
     double total = 0;
     for (int64_t n = 0; n < N; ++n) total += b0.at({k, n}) * b0.at({l, n});
@@ -315,7 +315,7 @@ TEST_CASE("the Hessian of Σ (a b)² equals its closed form", "[higher-order][f6
       Tensor V = zeros({M, K});
       V.set({j, l}, 1);
       const std::vector<Tensor> row =
-          autograd::grad({sum(mul(grad_a, V))}, {a, b}, {}, /*retain_graph=*/true);
+          autograd::grad({sum(mul(grad_a, V))}, {a, b}, {}, {.retain_graph = true});
       for (int64_t i = 0; i < M; ++i) {
         for (int64_t k = 0; k < K; ++k) {
           INFO("∂²f/∂a" << i << k << "∂a" << j << l);
@@ -349,7 +349,7 @@ TEST_CASE("the second derivative of an embedding lookup reaches the table's rows
     const Tensor W = requires_grad_(W0.clone_data());
     const Tensor read = embedding(W, ids, Shape{6}, /*padding_idx=*/1, sparse);  // (6,3)
     const Tensor loss = sum(mul(pow(read, real(3)), reshape(from_vector(r), {6, 1})));
-    const Tensor first = autograd::grad({loss}, {W}, {}, false, /*create_graph=*/true)[0];
+    const Tensor first = autograd::grad({loss}, {W}, {}, {.create_graph = true})[0];
     const Tensor second = autograd::grad({sum(first)}, {W})[0];
     for (int64_t v = 0; v < 6; ++v) {
       double weight = 0;

@@ -63,7 +63,7 @@ TEST_CASE("to_dot draws the micrograd expression: one node per op and leaf, one 
 TEST_CASE("to_dot shows values and, after backward(retain_graph), the leaves' gradients",
           "[inspect][dot]") {
   const Micrograd m = micrograd_expression();
-  backward(m.g, Tensor(), /*retain_graph=*/true);
+  backward(m.g, Tensor(), {.retain_graph = true});
   const std::string dot =
       to_dot(m.g, DotOptions().names({{"a", m.a}, {"b", m.b}}).show_values(true));
   CHECK(count(dot, "label=\"a\\n") == 1);

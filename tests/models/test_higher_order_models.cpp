@@ -5,7 +5,7 @@
 //
 // For each, L(θ) is the loss of one step (one pair, or one batch summed) and
 //
-//   g   = autograd::grad({L}, θ, {}, true, true)        ∂L/∂θ, with its own graph
+//   g   = autograd::grad({L}, θ, {}, {.create_graph = true})        ∂L/∂θ, with its own graph
 //   H v = autograd::grad({Σ g ⊙ v}, θ)                  ∂/∂θ (gᵀv), a Hessian-vector product
 //
 // checked against the central difference of first derivatives along v,
@@ -59,16 +59,15 @@ std::vector<Tensor> dense(std::vector<Tensor> gradients, const std::vector<Tenso
 
 // ∂L/∂θ at the current parameters, without a graph.
 std::vector<Tensor> first_derivatives(const StepLoss& loss, const std::vector<Tensor>& parameters) {
-  return dense(autograd::grad({loss()}, parameters, {}, false, false, /*allow_unused=*/true),
-               parameters);
+  return dense(autograd::grad({loss()}, parameters, {}, {.allow_unused = true}), parameters);
 }
 
 // H v by double backward: the gradient of Σᵢ gᵢ ⊙ vᵢ, g recorded.
 std::vector<Tensor> hessian_vector_product(const StepLoss& loss,
                                            const std::vector<Tensor>& parameters,
                                            const std::vector<Tensor>& v) {
-  const std::vector<Tensor> g =
-      autograd::grad({loss()}, parameters, {}, true, true, /*allow_unused=*/true);
+  const std::vector<Tensor> g = autograd::grad(
+      {loss()}, parameters, {}, {.retain_graph = true, .create_graph = true, .allow_unused = true});
   Tensor g_dot_v;
   for (size_t i = 0; i < g.size(); ++i) {
     if (!g[i].defined()) continue;  // θᵢ does not reach L: its row of H is zero
@@ -77,8 +76,7 @@ std::vector<Tensor> hessian_vector_product(const StepLoss& loss,
   }
   REQUIRE(g_dot_v.defined());
   REQUIRE(requires_grad(g_dot_v));  // the gradient has a graph of its own
-  return dense(autograd::grad({g_dot_v}, parameters, {}, false, false, /*allow_unused=*/true),
-               parameters);
+  return dense(autograd::grad({g_dot_v}, parameters, {}, {.allow_unused = true}), parameters);
 }
 
 // θ ← θ + step·v, in place (the parameters are the model's own leaves).
@@ -207,7 +205,7 @@ void check_first_order_unchanged(nn::Module& model, const StepLoss& loss) {
                                                 : zeros_like(parameter));
 
     model.zero_grad();
-    backward(loss(), Tensor(), /*retain_graph=*/false, /*create_graph=*/true);
+    backward(loss(), Tensor(), {.create_graph = true});
     std::vector<Tensor> accumulated;
     for (const Tensor& parameter : parameters)
       accumulated.push_back(grad(parameter).defined() ? grad(parameter) : zeros_like(parameter));
@@ -217,7 +215,8 @@ void check_first_order_unchanged(nn::Module& model, const StepLoss& loss) {
     model.zero_grad();  // the recorded .grad holds a graph that holds the parameters
 
     const std::vector<Tensor> returned =
-        autograd::grad({loss()}, parameters, {}, true, true, /*allow_unused=*/true);
+        autograd::grad({loss()}, parameters, {},
+                       {.retain_graph = true, .create_graph = true, .allow_unused = true});
     CHECK(some_has_history(returned));
     const std::vector<Tensor> returned_values = copies(dense(returned, parameters));
 

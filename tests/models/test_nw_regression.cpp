@@ -458,7 +458,7 @@ TEST_CASE("TrainingLoss is the loss train() steps on, and differentiates twice",
   const TrainingLoss training_loss(data.x_train, data.y_train);
   const Tensor loss = training_loss(model);
   // L'(w) with a graph of its own (create_graph), then L''(w) through it.
-  const Tensor slope = autograd::grad({loss}, {model.w}, {}, false, /*create_graph=*/true)[0];
+  const Tensor slope = autograd::grad({loss}, {model.w}, {}, {.create_graph = true})[0];
   const double curvature = autograd::grad({slope}, {model.w})[0].item();
   // L'' against central differences of L' (each L' a plain backward).
   const auto slope_at = [&](double w) {

@@ -107,7 +107,7 @@ double relative_difference(const Named& ours, const json& theirs) {
 std::vector<Tensor> hessian_vector_product(const std::function<Tensor()>& loss,
                                            const std::vector<Tensor>& parameters,
                                            const std::vector<Tensor>& v) {
-  const std::vector<Tensor> g = autograd::grad({loss()}, parameters, {}, true, true);
+  const std::vector<Tensor> g = autograd::grad({loss()}, parameters, {}, {.create_graph = true});
   Tensor g_dot_v;
   for (size_t i = 0; i < g.size(); ++i) {
     const Tensor term = sum(mul(g[i], v[i]));
@@ -230,7 +230,8 @@ TEST_CASE("higher order against PyTorch: the gradient penalty of a tutorial seq2
       const Tensor loss = model.pair_loss(source, target, /*teacher_forcing=*/true).total;
       CHECK(loss.item() == Approx(theirs.at("loss").get<double>()).epsilon(1e-12));
       // P(θ) = Σ_θ ‖∂L/∂θ‖², then ∂P/∂θ = 2 H ∂L/∂θ.
-      const std::vector<Tensor> g = autograd::grad({loss}, tensors_of(parameters), {}, true, true);
+      const std::vector<Tensor> g =
+          autograd::grad({loss}, tensors_of(parameters), {}, {.create_graph = true});
       Tensor penalty;
       for (const Tensor& gradient : g) {
         const Tensor term = sum(mul(gradient, gradient));

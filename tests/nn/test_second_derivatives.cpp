@@ -21,7 +21,7 @@ TEST_CASE("the Hessian of softmax cross-entropy is diag(p) - p p^T",
   const int64_t classes = 4;
   const Tensor z = requires_grad_(from_vector({0.5, -1.0, 2.0, 0.1}, {1, classes}));
   const Tensor loss = nn::cross_entropy(z, {2});
-  const Tensor dz = autograd::grad({loss}, {z}, {}, false, /*create_graph=*/true)[0];  // (1,C)
+  const Tensor dz = autograd::grad({loss}, {z}, {}, {.create_graph = true})[0];  // (1,C)
 
   double total = 0;
   for (double value : z_values) total += std::exp(value);
@@ -32,8 +32,8 @@ TEST_CASE("the Hessian of softmax cross-entropy is diag(p) - p p^T",
     INFO("row " << i);
     CHECK(dz.data()[i] == Approx(p[i] - (i == 2 ? 1 : 0)).margin(1e-12));
     // Row i of the Hessian: the gradient of ∂L/∂z_i.
-    const Tensor row = autograd::grad({select(select(dz, 0, 0), 0, i)}, {z}, {},
-                                      /*retain_graph=*/true)[0];
+    const Tensor row =
+        autograd::grad({select(select(dz, 0, 0), 0, i)}, {z}, {}, {.retain_graph = true})[0];
     for (int64_t j = 0; j < classes; ++j) {
       INFO("column " << j);
       CHECK(row.data()[j] == Approx((i == j ? p[i] : 0) - p[i] * p[j]).margin(1e-12));
@@ -49,7 +49,7 @@ TEST_CASE("a Newton step on exp(w) - 2w by double backward", "[autograd][higher-
   std::vector<double> iterates;
   for (int step = 0; step < 5; ++step) {
     const Tensor loss = exp(w) - 2.0 * w;
-    const Tensor slope = autograd::grad({loss}, {w}, {}, false, /*create_graph=*/true)[0];
+    const Tensor slope = autograd::grad({loss}, {w}, {}, {.create_graph = true})[0];
     const Tensor curvature = autograd::grad({slope}, {w})[0];
     const double at = w.item();
     CHECK(slope.item() == Approx(std::exp(at) - 2).margin(1e-12));

@@ -127,7 +127,7 @@ TEST_CASE("gelu, its gradient and its second derivative against PyTorch's tanh f
   const Tensor w = randn({37}, generator), u = randn({37}, generator);
   const Tensor xv = requires_grad_(x.clone_data());
   const Tensor y = gelu(xv);
-  const Tensor dx = autograd::grad({sum(mul(w, y))}, {xv}, {}, true, true)[0];
+  const Tensor dx = autograd::grad({sum(mul(w, y))}, {xv}, {}, {.create_graph = true})[0];
   const Tensor ddx = autograd::grad({sum(mul(u, dx))}, {xv})[0];
   const json answer = torch_answer(
       {{"kind", "gelu"}, {"x", to_json("x", x)}, {"w", to_json("w", w)}, {"u", to_json("u", u)}});
