@@ -168,8 +168,9 @@ std::string label_of(const std::string& character) {
 // and head's causal attention over the validation text's first characters.
 cli::RunReport run_report(gpt::GPT& model, const TrainFlags& flags, const Text& text,
                           const std::vector<std::pair<double, double>>& curve,
-                          const nlohmann::json& figures) {
+                          const nlohmann::json& figures, const std::string& graph_svg) {
   cli::RunReport report("gpt train");
+  report.add_graph_svg(graph_svg);
   for (const auto& [name, value] :
        std::vector<std::pair<std::string, int64_t>>{{"iterations", flags.iters},
                                                     {"batch", flags.batch},
@@ -265,6 +266,7 @@ void declare_train_flags(cli::Parser& parser, TrainFlags& flags) {
       .flag("seed", flags.seed, "seed for the weights and the batches", cli::non_negative())
       .flag("json", flags.json,
             "end with one JSON line: iterations, train_loss, val_loss, tokens_per_second");
+  cli::declare_inspect_flags(parser, flags.inspect);
 }
 
 void declare_sample_flags(cli::Parser& parser, SampleFlags& flags) {
@@ -308,8 +310,9 @@ int run_train(const TrainFlags& given_flags) {
       .reads("--resume", flags.resume)
       .writes_next("--out", folder / kCheckpointName, "--resume")
       .writes("--out", folder / "loss.svg")
-      .writes("--out", folder / "report.html")
-      .check();
+      .writes("--out", folder / "report.html");
+  cli::add_dot_outputs(paths, flags.inspect.dot);
+  paths.check();
   cli::prepare_output_folder("--out", folder);
 
   const Text text = load_text(data, column, flags.block);
@@ -339,6 +342,7 @@ int run_train(const TrainFlags& given_flags) {
       text.split.validation.size(), text.vocabulary.size(), model.parameter_count(), flags.iters,
       flags.batch, flags.block);
 
+  cli::InspectSession inspect(flags.inspect);  // the graph of the first step
   cli::InterruptGuard interrupts;
   double timed_seconds = 0;
   int64_t timed_iterations = 0;
@@ -379,16 +383,18 @@ int run_train(const TrainFlags& given_flags) {
           timed_iterations > 0
               ? double(timed_iterations * flags.batch * flags.block) / timed_seconds
               : 0.0;
-      std::cout << fmt::format(
-                       "iter {:>6}: train loss {:.4f}, val loss {:.4f}{}, lr {:.2e}, {:.0f} "
-                       "tokens/s\n",
-                       iteration + 1, train_loss, val, last ? "" : " (first 256 windows)",
-                       learning_rate(iteration, flags), tokens_per_second)
+      std::cout << fmt::format("iter {:>6}: train loss {:.4f}, val loss {:.4f}{}, lr {:.2e}{}\n",
+                               iteration + 1, train_loss, val, last ? "" : " (first 256 windows)",
+                               learning_rate(iteration, flags),
+                               timed_iterations > 0
+                                   ? fmt::format(", {:.0f} tokens/s", tokens_per_second)
+                                   : std::string())
                 << std::flush;
       window_loss = 0;
       window_count = 0;
     }
   }
+  inspect.finish(std::cout);
   const double val_loss = curve.empty() ? std::nan("") : curve.back().second;
   const double tokens_per_second =
       timed_iterations > 0 ? double(timed_iterations * flags.batch * flags.block) / timed_seconds
@@ -401,7 +407,8 @@ int run_train(const TrainFlags& given_flags) {
   // An interrupted run keeps its checkpoint and curve; the report is a finished run's.
   const bool finished = !interrupts.requested();
   const cli::RunReport report =
-      finished ? run_report(model, flags, text, curve, summary) : cli::RunReport("gpt train");
+      finished ? run_report(model, flags, text, curve, summary, inspect.graph_svg())
+               : cli::RunReport("gpt train");
   save_run(folder, model, adamw,
            checkpoint_metadata(flags, data, column, text.vocabulary, iteration, curve), curve,
            finished ? &report : nullptr, interrupts);

@@ -4,10 +4,10 @@
 #pragma once
 
 #include <cstdint>
-#include <set>
 #include <string>
 
 #include "examples/common/cli.hpp"
+#include "examples/common/inspect_tools.hpp"
 
 namespace attograd::gpt_program {
 
@@ -36,7 +36,7 @@ struct TrainFlags {
   int64_t eval_every = 250;
   int64_t seed = 1337;
   bool json = false;
-  std::set<std::string> given;
+  cli::InspectFlags inspect;  // --dot, --detect-anomaly, --profile
 };
 
 struct SampleFlags {
