@@ -74,21 +74,23 @@ std::optional<Run> read_run(const std::optional<nlohmann::json>& line, double cp
 
 std::optional<Run> run_attograd(int iterations, int seed) {
   const double before = children_cpu_seconds();
-  const auto line = bench::last_json_line(
-      fmt::format("ATTOGRAD_NUM_THREADS=1 '{}' train --iters {} --seed {} --json --out '{}/bench-gpt'",
-                  bench::example_program("gpt"), iterations, seed, ATTOGRAD_BINARY_DIR));
+  const auto line = bench::last_json_line(fmt::format(
+      "ATTOGRAD_NUM_THREADS=1 '{}' train --iters {} --seed {} --json --out '{}/bench-gpt'",
+      bench::example_program("gpt"), iterations, seed, ATTOGRAD_BINARY_DIR));
   return read_run(line, children_cpu_seconds() - before);
 }
 
 std::optional<Run> run_pytorch(int iterations, int seed) {
   const double before = children_cpu_seconds();
-  const auto line =
-      bench::run_reference("gpt.py", fmt::format("--iters {} --seed {} --threads 1", iterations, seed));
+  const auto line = bench::run_reference(
+      "gpt.py", fmt::format("--iters {} --seed {} --threads 1", iterations, seed));
   return read_run(line, children_cpu_seconds() - before);
 }
 
 double mean(const std::vector<double>& values) {
-  return values.empty() ? 0 : std::accumulate(values.begin(), values.end(), 0.0) / double(values.size());
+  return values.empty()
+             ? 0
+             : std::accumulate(values.begin(), values.end(), 0.0) / double(values.size());
 }
 
 std::string losses_text(const std::vector<double>& losses) {
@@ -113,14 +115,16 @@ bool compare(const std::vector<int>& seeds, int iterations, bool by_seed) {
   const bool torch = bench::have_pytorch();
   const bench::PinnedToOneCpu pinned;
   fmt::print("CPU: {}; kernels: {}\n", cpu_model(), kernels::simd_description());
-  fmt::print("gpt train (4 layers, 4 heads, 128 channels, batch 12 x block 64) against "
-             "bench/reference/gpt.py, {} iterations, 1 thread a side, {}\n",
-             iterations, pinned.describe());
+  fmt::print(
+      "gpt train (4 layers, 4 heads, 128 channels, batch 12 x block 64) against "
+      "bench/reference/gpt.py, {} iterations, 1 thread a side, {}\n",
+      iterations, pinned.describe());
   Side ours, theirs;
   for (size_t i = 0; i < seeds.size(); ++i) {
     const auto mine = run_attograd(iterations, seeds[i]);
     if (!mine) {
-      fmt::print(stderr, "bench_gpt: `gpt train --iters {} --seed {}` failed\n", iterations, seeds[i]);
+      fmt::print(stderr, "bench_gpt: `gpt train --iters {} --seed {}` failed\n", iterations,
+                 seeds[i]);
       return false;
     }
     ours.add(*mine);
@@ -145,7 +149,8 @@ bool compare(const std::vector<int>& seeds, int iterations, bool by_seed) {
              bench::median(ours.tokens), bench::median(ours.cpu_seconds), loss_of(ours),
              ours.parameters, losses_text(ours.val_losses));
   if (theirs.tokens.empty()) {
-    fmt::print("PyTorch: not run (/usr/bin/python3 has no torch, or bench/reference/gpt.py failed)\n");
+    fmt::print(
+        "PyTorch: not run (/usr/bin/python3 has no torch, or bench/reference/gpt.py failed)\n");
     return true;
   }
   fmt::print("{:<24} {:>10.0f} {:>10.1f} {:>16.4f} {:>11}  {}\n", "PyTorch (gpt.py)",
