@@ -17,8 +17,8 @@
 // validation loss over every validation window at the end. Both programs time
 // their training loops on the wall clock; on a shared machine the CPU seconds
 // of each whole run (loading, training, every evaluation: getrusage of the
-// finished program) are the figure other work disturbs least. attograd's side
-// runs with ATTOGRAD_NUM_THREADS=1 (`gpt train` has no --threads). Timings
+// finished program) are the figure other work disturbs least. Both sides run
+// one thread (`gpt train --threads 1`, gpt.py's --threads 1). Timings
 // are for reading, never for pass/fail.
 #include <fmt/core.h>
 #include <sys/resource.h>
@@ -75,7 +75,7 @@ std::optional<Run> read_run(const std::optional<nlohmann::json>& line, double cp
 std::optional<Run> run_attograd(int iterations, int seed) {
   const double before = children_cpu_seconds();
   const auto line = bench::last_json_line(fmt::format(
-      "ATTOGRAD_NUM_THREADS=1 '{}' train --iters {} --seed {} --json --out '{}/bench-gpt'",
+      "'{}' train --iters {} --seed {} --threads 1 --json --out '{}/bench-gpt'",
       bench::example_program("gpt"), iterations, seed, ATTOGRAD_BINARY_DIR));
   return read_run(line, children_cpu_seconds() - before);
 }

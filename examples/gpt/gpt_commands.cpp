@@ -26,6 +26,7 @@
 #include "nn/optim.hpp"
 #include "plot/svg_line_plot.hpp"
 #include "tensor/error.hpp"
+#include "tensor/parallel.hpp"
 
 namespace attograd::gpt_program {
 
@@ -264,6 +265,9 @@ void declare_train_flags(cli::Parser& parser, TrainFlags& flags) {
       .flag("eval-every", flags.eval_every, "iterations between progress lines",
             cli::size_at_most(10'000'000))
       .flag("seed", flags.seed, "seed for the weights and the batches", cli::non_negative())
+      .flag("threads", flags.threads,
+            "threads for the large matrix products (results do not depend on it)",
+            cli::size_at_most(256))
       .flag("json", flags.json,
             "end with one JSON line: iterations, train_loss, val_loss, tokens_per_second");
   cli::declare_inspect_flags(parser, flags.inspect);
@@ -342,6 +346,7 @@ int run_train(const TrainFlags& given_flags) {
       text.split.validation.size(), text.vocabulary.size(), model.parameter_count(), flags.iters,
       flags.batch, flags.block);
 
+  parallel::set_num_threads(flags.threads);
   cli::InspectSession inspect(flags.inspect);  // the graph of the first step
   cli::InterruptGuard interrupts;
   double timed_seconds = 0;

@@ -35,6 +35,7 @@ struct TrainFlags {
   double grad_clip = 1.0;
   int64_t eval_every = 250;
   int64_t seed = 1337;
+  int threads = 1;  // for the large matrix products
   bool json = false;
   cli::InspectFlags inspect;  // --dot, --detect-anomaly, --profile
 };
