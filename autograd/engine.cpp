@@ -11,7 +11,7 @@
 #include <string>
 
 #include "autograd/graph_order.hpp"
-#include "autograd/inspect/hooks.hpp"  // DetectAnomaly, Profiler, DotCapture
+#include "autograd/inspect/hooks.hpp"  // DetectAnomaly, Profiler, GraphCapture
 #include "autograd/ops.hpp"
 #include "tensor/factory.hpp"
 

@@ -318,7 +318,7 @@ std::string to_dot(const Tensor& root, const DotOptions& options) {
   return dot_text(graph_picture(root, options));
 }
 
-// ---- DotCapture and GraphCapture -------------------------------------------------
+// ---- GraphCapture -------------------------------------------------
 
 namespace detail {
 
@@ -342,38 +342,20 @@ std::vector<CaptureSlot*> captures;  // the live ones, guarded by captures_mutex
 void start_capture(CaptureSlot* slot) {
   std::lock_guard<std::mutex> lock(captures_mutex);
   captures.push_back(slot);
-  detail::inspect_bits.fetch_or(detail::kDotCaptureBit, std::memory_order_relaxed);
+  detail::inspect_bits.fetch_or(detail::kGraphCaptureBit, std::memory_order_relaxed);
 }
 
 void end_capture(CaptureSlot* slot) {
   std::lock_guard<std::mutex> lock(captures_mutex);
   captures.erase(std::find(captures.begin(), captures.end(), slot));
   if (captures.empty()) {
-    detail::inspect_bits.fetch_and(~detail::kDotCaptureBit, std::memory_order_relaxed);
+    detail::inspect_bits.fetch_and(~detail::kGraphCaptureBit, std::memory_order_relaxed);
   }
 }
 
 }  // namespace
 
-struct DotCapture::State : detail::CaptureSlot {};
 struct GraphCapture::State : detail::CaptureSlot {};
-
-DotCapture::DotCapture(DotOptions options) : state_(std::make_shared<State>()) {
-  state_->options = std::move(options);
-  start_capture(state_.get());
-}
-
-DotCapture::~DotCapture() { end_capture(state_.get()); }
-
-bool DotCapture::captured() const {
-  std::lock_guard<std::mutex> lock(captures_mutex);
-  return state_->captured;
-}
-
-std::string DotCapture::text() const {
-  std::lock_guard<std::mutex> lock(captures_mutex);
-  return state_->captured ? dot_text(state_->picture) : std::string();
-}
 
 GraphCapture::GraphCapture(const DotOptions& options) : state_(std::make_shared<State>()) {
   state_->options = options;
@@ -392,9 +374,14 @@ GraphPicture GraphCapture::picture() const {
   return state_->picture;
 }
 
+std::string GraphCapture::text() const {
+  std::lock_guard<std::mutex> lock(captures_mutex);
+  return state_->captured ? dot_text(state_->picture) : std::string();
+}
+
 namespace detail {
 
-void dot_capture_backward(const Tensor& root) {
+void graph_capture_backward(const Tensor& root) {
   std::lock_guard<std::mutex> lock(captures_mutex);
   for (CaptureSlot* slot : captures) {
     if (slot->captured) continue;
@@ -403,7 +390,7 @@ void dot_capture_backward(const Tensor& root) {
   }
   // Every live capture holds its picture: later passes need not call here, so
   // a capture kept for a whole run costs the run one graph walk.
-  detail::inspect_bits.fetch_and(~detail::kDotCaptureBit, std::memory_order_relaxed);
+  detail::inspect_bits.fetch_and(~detail::kGraphCaptureBit, std::memory_order_relaxed);
 }
 
 }  // namespace detail

@@ -74,28 +74,7 @@ class DotOptions {
 // The graph that produced `root`, in Graphviz DOT text.
 std::string to_dot(const Tensor& root, const DotOptions& options = DotOptions());
 
-// The graph of the first backward() while it is alive, in any thread, taken
-// just before that pass frees it: how a program that never sees its loss
-// tensor (a trainer's loop) can still draw one step.
-//
-//   DotCapture capture(DotOptions().collapse_depth(1));
-//   trainer.run();                 // the first backward() is drawn
-//   if (capture.captured()) write(capture.text());
-class DotCapture {
- public:
-  explicit DotCapture(DotOptions options = DotOptions());
-  ~DotCapture();
-  DotCapture(const DotCapture&) = delete;
-  DotCapture& operator=(const DotCapture&) = delete;
-
-  bool captured() const;
-  // The DOT text; empty until captured().
-  std::string text() const;
-
-  struct State;
-
- private:
-  std::shared_ptr<State> state_;
-};
+// GraphCapture (autograd/inspect/graph_picture.hpp) takes the graph of the
+// first backward() while it is alive, as a picture or as this DOT text.
 
 }  // namespace attograd

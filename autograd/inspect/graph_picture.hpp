@@ -58,13 +58,13 @@ GraphPicture graph_picture(const Tensor& root, const DotOptions& options);
 // dot_text(graph_picture(root, options)).
 std::string dot_text(const GraphPicture& picture);
 
-// DotCapture's twin that keeps the picture: the graph of the first
-// backward() while it is alive, in any thread, taken just before that pass
-// frees it.
+// The graph of the first backward() while it is alive, in any thread, taken
+// just before that pass frees it: how a program that never sees its loss
+// tensor (a trainer's loop) can still draw one step.
 //
 //   GraphCapture capture(DotOptions().collapse_depth(1));
-//   trainer.run();
-//   if (capture.captured()) { write(dot_text(capture.picture())); … }
+//   trainer.run();                 // the first backward() is drawn
+//   if (capture.captured()) write(capture.text());   // or plot::graph_svg(capture.picture())
 class GraphCapture {
  public:
   explicit GraphCapture(const DotOptions& options);
@@ -75,6 +75,8 @@ class GraphCapture {
   bool captured() const;
   // The picture; empty (no nodes) until captured().
   GraphPicture picture() const;
+  // The picture as DOT text (dot_text); empty until captured().
+  std::string text() const;
 
   struct State;
 

@@ -14,7 +14,7 @@ void profiler_on_forward(const char* name, InspectClock::time_point now);
 void profiler_on_backward(const char* name, InspectClock::time_point started,
                           InspectClock::time_point now);
 void profiler_mark(InspectClock::time_point now);
-void dot_capture_backward(const Tensor& root);
+void graph_capture_backward(const Tensor& root);
 
 void on_record(const Node& node, const Tensor& output) {
   const unsigned bits = inspect_bits.load(std::memory_order_relaxed);
@@ -24,7 +24,7 @@ void on_record(const Node& node, const Tensor& output) {
 }
 
 InspectedPass::InspectedPass(const Tensor& root) {
-  if (inspect_bits.load(std::memory_order_relaxed) & kDotCaptureBit) dot_capture_backward(root);
+  if (inspect_bits.load(std::memory_order_relaxed) & kGraphCaptureBit) graph_capture_backward(root);
 }
 
 InspectedPass::~InspectedPass() {

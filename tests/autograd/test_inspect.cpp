@@ -259,13 +259,13 @@ TEST_CASE("ProfileScope times a named part, and an optimizer step is one", "[ins
   CHECK(step.scope_seconds > 0);
 }
 
-TEST_CASE("DotCapture draws the graph of the first backward() while it is alive",
+TEST_CASE("GraphCapture draws the graph of the first backward() while it is alive",
           "[inspect][dot]") {
   const Micrograd first = micrograd_expression();
   Tensor w = requires_grad_(ones({2}));
   Tensor second = sum(w * 3.0);
   {
-    DotCapture capture(DotOptions().names({{"w", w}}));
+    GraphCapture capture(DotOptions().names({{"w", w}}));
     CHECK_FALSE(capture.captured());
     backward(first.g);
     backward(second);  // not drawn: the first backward was
@@ -273,7 +273,7 @@ TEST_CASE("DotCapture draws the graph of the first backward() while it is alive"
     CHECK(count(capture.text(), "shape=box,") == 25);
   }
   Tensor third = sum(w * 3.0);
-  DotCapture later(DotOptions().names({{"w", w}}));
+  GraphCapture later(DotOptions().names({{"w", w}}));
   backward(third);
   CHECK(count(later.text(), "shape=box,") == 2);  // mul, sum
   CHECK(count(later.text(), "label=\"w\\n(2)\\nrequires_grad\"") == 1);
