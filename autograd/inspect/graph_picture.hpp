@@ -64,7 +64,7 @@ std::string dot_text(const GraphPicture& picture);
 //
 //   GraphCapture capture(DotOptions().collapse_depth(1));
 //   trainer.run();                 // the first backward() is drawn
-//   if (capture.captured()) write(capture.text());   // or plot::graph_svg(capture.picture())
+//   if (capture.captured()) write(capture.text());   // DOT; capture.picture() to draw
 class GraphCapture {
  public:
   explicit GraphCapture(const DotOptions& options);
