@@ -116,36 +116,42 @@ TEST_CASE("causal_attention names the op and the shapes in its errors", "[autogr
   CHECK_THROWS_WITH(causal_attention(x, Tensor(), x),
                     Catch::Contains("causal_attention: got an undefined tensor"));
   CHECK_THROWS_WITH(causal_attention(zeros({5, 4}), zeros({5, 4}), zeros({5, 4})),
-                    Catch::Contains("causal_attention: q (5, 4), k (5, 4) and v (5, 4) must each "
+                    Catch::Contains("causal_attention: q (5,4), k (5,4) and v (5,4) must each "
                                     "be 3-D, (heads, positions, head size)"));
   CHECK_THROWS_WITH(causal_attention(x, zeros({2, 6, 4}), x),
-                    Catch::Contains("causal_attention: q (2, 5, 4), k (2, 6, 4) and v (2, 5, 4) "
+                    Catch::Contains("causal_attention: q (2,5,4), k (2,6,4) and v (2,5,4) "
                                     "must have the same shape (N,L,d)"));
   CHECK_THROWS_WITH(causal_attention(zeros({2, 0, 4}), zeros({2, 0, 4}), zeros({2, 0, 4})),
                     Catch::Contains("need at least one position (L) and one number per head (d)"));
   CHECK_THROWS_WITH(causal_attention_composed(x, x, zeros({2, 5})),
-                    Catch::Contains("causal_attention_composed: q (2, 5, 4)"));
+                    Catch::Contains("causal_attention_composed: q (2,5,4)"));
 }
 
 // The gradcheck rows of causal_attention (tests/autograd/test_gradcheck.cpp)
-// would catch a gradient 1 % off in one element: the op's own gradients
+// would catch a gradient 1 % off in one element: the kernels' gradients
 // pass, and the same gradients with one element of dk scaled by 1.01 fail
 // at that element.
 TEST_CASE("gradcheck catches a causal_attention gradient 1% off in one element",
           "[autograd][attention][gradcheck][f64]") {
-  // y = causal_attention(q, k, v), with the gradient of input `input`
-  // scaled by `factor` at element `bad`.
+  // y = causal_attention(q, k, v) by the op's kernels, with the gradient of
+  // input `input` scaled by `factor` at element `bad`.
   auto with_scaled_gradient = [](int64_t input, int64_t bad, real factor) {
     return [=](const Inputs& x) {
-      const Tensor y = causal_attention(detach(x[0]), detach(x[1]), detach(x[2]));
+      const Tensor q = x[0].contiguous_data(), k = x[1].contiguous_data(),
+                   v = x[2].contiguous_data();
+      const int64_t N = q.shape()[0], L = q.shape()[1], d = q.shape()[2];
+      const real scale = real(1) / std::sqrt(real(d));
+      Tensor y = Tensor::empty(q.shape()), lse = Tensor::empty({N, L});
+      kernels::causal_attention_forward(y.data(), lse.data(), q.data(), k.data(), v.data(), scale,
+                                        N, L, d);
       return record("causal_attention_scaled_gradient", y, {x[0], x[1], x[2]},
-                    [=, q = detach(x[0]), k = detach(x[1]), v = detach(x[2])](const Tensor& dy) {
-                      Inputs leaves = {requires_grad_(q.clone_data()),
-                                       requires_grad_(k.clone_data()),
-                                       requires_grad_(v.clone_data())};
-                      const Tensor out = causal_attention(leaves[0], leaves[1], leaves[2]);
-                      Inputs g = autograd::grad({out}, leaves, {dy});
-                      g[input] = g[input].clone_data();
+                    [=, y = saved_output(y)](const Tensor& dy_in) {
+                      const Tensor dy = dy_in.contiguous_data();
+                      Inputs g = {Tensor::empty(q.shape()), Tensor::empty(q.shape()),
+                                  Tensor::empty(q.shape())};
+                      kernels::causal_attention_backward(g[0].data(), g[1].data(), g[2].data(),
+                                                         dy.data(), q.data(), k.data(), v.data(),
+                                                         y.data(), lse.data(), scale, N, L, d);
                       g[input].data()[bad] *= factor;
                       return Gradients{g[0], g[1], g[2]};
                     });
