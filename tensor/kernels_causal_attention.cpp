@@ -8,7 +8,7 @@
 // one head's query, key and value; i a query's position, j a key's. Query i
 // sees keys 0 … i.
 //
-// Forward, one query row at a time, keys in tiles of kKeyTile = 16 (the
+// Forward, one query row at a time, keys in tiles of kKeyTile = 32 (the
 // online softmax): with q' = scale·q (rounded once),
 //   s_j = q'_i · k_j                              one FMA chain over d, in order
 //   m' = max(m, max_j s_j)                        the running maximum
@@ -46,7 +46,7 @@ namespace {
 // Keys per tile of the online softmax: the maximum is updated and the
 // accumulator rescaled once per tile. A constant of the algorithm, not of the
 // lane count, so every build rescales at the same keys.
-constexpr int64_t kKeyTile = 16;
+constexpr int64_t kKeyTile = 32;
 
 constexpr real kMinusInfinity = -std::numeric_limits<real>::infinity();
 
@@ -139,28 +139,50 @@ using namespace simd;
 
 namespace {
 
-// Batches per key tile: 16 keys are 1 batch of 16 floats (AVX-512), 2 of 8
-// (AVX2), 4 of 4 (NEON).
+// Batches per key tile: 32 keys are 2 batches of 16 floats (AVX-512), 4 of 8
+// (AVX2), 8 of 4 (NEON).
 constexpr int64_t kTileBatches = kKeyTile / W;
 static_assert(kKeyTile % W == 0, "a key tile is whole batches");
 
 // Query rows per block: the rows of a block share every load of a key tile
-// and of a value row. Four rows keep 4·kTileBatches FMA chains of the scores
-// going at once.
-constexpr int64_t kRows = 4;
+// and of a value row, and a block's scores are kRows·kTileBatches
+// independent FMA chains — 8, enough to hide an FMA's latency — so 4 rows
+// with AVX-512 floats, 2 with AVX2, 1 with NEON. (The grouping of rows
+// changes no number: each row's sums are its own.)
+constexpr int64_t kRows = std::clamp<int64_t>(8 / kTileBatches, 1, 4);
+static_assert(kRows <= W, "one batch holds a block's e^(m − m') factors");
 
-// One head's operands: row i of q at q + i·d, and so on.
+// One head's operands, each row padded with zeros to `stride` = ⌈d / W⌉·W
+// numbers, so that every batch of a row is a whole one: the zeros add 0 to
+// the sums over d and are never stored.
 struct Head {
-  const real* q;
-  const real* k;
-  const real* v;
   int64_t L, d;
-  int64_t chunks;  // batches per row of d values: ⌈d / W⌉
-  LastBatch last;  // the last of them, d − (chunks − 1)·W values
+  int64_t chunks;  // batches per padded row, ⌈d / W⌉
+  int64_t stride;  // chunks·W
 };
 
+Head head_shape(int64_t L, int64_t d) {
+  const int64_t chunks = (d + W - 1) / W;
+  return {L, d, chunks, chunks * W};
+}
+
+// rows (L, stride) = x (L, d)·factor, zero past d.
+void pad_rows(real* rows, const real* x, real factor, const Head& h) {
+  for (int64_t i = 0; i < h.L; ++i) {
+    for (int64_t c = 0; c < h.d; ++c) rows[i * h.stride + c] = x[i * h.d + c] * factor;
+    std::fill(rows + i * h.stride + h.d, rows + (i + 1) * h.stride, real(0));
+  }
+}
+
+// x (L, d) = rows (L, stride)·factor, the padding dropped.
+void unpad_rows(real* x, const real* rows, real factor, const Head& h) {
+  for (int64_t i = 0; i < h.L; ++i) {
+    for (int64_t c = 0; c < h.d; ++c) x[i * h.d + c] = rows[i * h.stride + c] * factor;
+  }
+}
+
 // A head's keys (or values) in tiles of kKeyTile columns: tile t holds, for
-// each c < d, the c-th entries of keys 16t … 16t + 15 side by side (zero past
+// each c < d, the c-th entries of keys 32t … 32t + 31 side by side (zero past
 // L), so that a query's scores against a tile are d FMAs of one broadcast
 // entry of the query with one row of the tile, vectorised over the keys.
 void pack_tiles(real* packed, const real* x, int64_t L, int64_t d) {
@@ -172,41 +194,75 @@ void pack_tiles(real* packed, const real* x, int64_t L, int64_t d) {
   }
 }
 
-// acc[r] = Σ_c broadcast(a[r][c]) · tile row c, one FMA chain per row and
-// batch: the R rows' products with a packed tile, over its 16 keys.
-template <int64_t R>
-[[gnu::always_inline]] inline void tile_products(
-    std::array<std::array<Batch, kTileBatches>, R>& acc, const real* a, int64_t a_stride,
-    const real* tile, int64_t d) {
-#pragma GCC unroll 8
+using TileScores = std::array<Batch, kTileBatches>;
+
+// Keeps x in a register: without it GCC 12 folds the load of a tile row (or
+// of a value's batch) into each of the R FMAs that use it, loading it R
+// times, and the loop is bound by loads rather than FMAs.
+[[gnu::always_inline]] inline void in_register(Batch& x) {
+#if defined(__GNUC__)
+  auto& reg = reinterpret_cast<typename Batch::register_type&>(x);
+  asm("" : "+v"(reg));
+#endif
+}
+
+// For each of the R rows of a (stride apart) and of b: acc_a[r] = Σ_c
+// a[r][c]·tile_a row c, and the same for b with tile_b (b null: none) — one
+// FMA chain per row and batch, in order over c, the two products' chains
+// side by side.
+template <int64_t R, bool Two>
+[[gnu::always_inline]] inline void tile_products(std::array<TileScores, R>& acc_a,
+                                                 std::array<TileScores, R>& acc_b, const real* a,
+                                                 const real* tile_a, const real* b,
+                                                 const real* tile_b, int64_t stride, int64_t d) {
+#pragma GCC unroll 16
   for (int64_t r = 0; r < R; ++r) {
-#pragma GCC unroll 8
-    for (int64_t b = 0; b < kTileBatches; ++b) acc[r][b] = Batch(real(0));
+#pragma GCC unroll 16
+    for (int64_t t = 0; t < kTileBatches; ++t) {
+      acc_a[r][t] = Batch(real(0));
+      if constexpr (Two) acc_b[r][t] = Batch(real(0));
+    }
   }
   for (int64_t c = 0; c < d; ++c) {
-    std::array<Batch, kTileBatches> row;
-#pragma GCC unroll 8
-    for (int64_t b = 0; b < kTileBatches; ++b) row[b] = load(tile + c * kKeyTile + b * W);
-#pragma GCC unroll 8
+    TileScores row_a, row_b;
+#pragma GCC unroll 16
+    for (int64_t t = 0; t < kTileBatches; ++t) {
+      row_a[t] = load(tile_a + c * kKeyTile + t * W);
+      in_register(row_a[t]);
+      if constexpr (Two) {
+        row_b[t] = load(tile_b + c * kKeyTile + t * W);
+        in_register(row_b[t]);
+      }
+    }
+#pragma GCC unroll 16
     for (int64_t r = 0; r < R; ++r) {
-      const Batch entry(a[r * a_stride + c]);
-#pragma GCC unroll 8
-      for (int64_t b = 0; b < kTileBatches; ++b) acc[r][b] = simd::fma(entry, row[b], acc[r][b]);
+      const Batch entry_a(a[r * stride + c]);
+#pragma GCC unroll 16
+      for (int64_t t = 0; t < kTileBatches; ++t) {
+        acc_a[r][t] = simd::fma(entry_a, row_a[t], acc_a[r][t]);
+      }
+      if constexpr (Two) {
+        const Batch entry_b(b[r * stride + c]);
+#pragma GCC unroll 16
+        for (int64_t t = 0; t < kTileBatches; ++t) {
+          acc_b[r][t] = simd::fma(entry_b, row_b[t], acc_b[r][t]);
+        }
+      }
     }
   }
 }
 
 // Sets to −∞ the scores of keys after the row's query: key j0 + lane > i.
 template <int64_t R>
-[[gnu::always_inline]] inline void mask_future(std::array<std::array<Batch, kTileBatches>, R>& s,
-                                               int64_t j0, int64_t i0) {
+[[gnu::always_inline]] inline void mask_future(std::array<TileScores, R>& s, int64_t j0,
+                                               int64_t i0) {
   const Batch lanes = load(kLaneIndex.data());
-#pragma GCC unroll 8
+#pragma GCC unroll 16
   for (int64_t r = 0; r < R; ++r) {
-#pragma GCC unroll 8
-    for (int64_t b = 0; b < kTileBatches; ++b) {
-      const Batch key = lanes + Batch(real(j0 + b * W));
-      s[r][b] = xsimd::select(key > Batch(real(i0 + r)), Batch(kMinusInfinity), s[r][b]);
+#pragma GCC unroll 16
+    for (int64_t t = 0; t < kTileBatches; ++t) {
+      const Batch key = lanes + Batch(real(j0 + t * W));
+      s[r][t] = xsimd::select(key > Batch(real(i0 + r)), Batch(kMinusInfinity), s[r][t]);
     }
   }
 }
@@ -229,166 +285,170 @@ struct RowAccumulators<R, 0> {
   Batch& operator()(int64_t r, int64_t c) { return v[r * chunks + c]; }
 };
 
-// Chunk c of the d values at row: a whole batch, or the last, padded with 0.
-[[gnu::always_inline]] inline Batch chunk(const real* row, int64_t c, const Head& h) {
-  return c + 1 < h.chunks ? load(row + c * W) : h.last.read(row + c * W, 0);
-}
-
-// Rows i0 … i0 + R − 1 of one head's forward (the scalar loop's order, R
-// rows side by side). q_scaled holds those rows of scale·q, packed_k the
-// head's keys in tiles.
+// Rows i0 … i0 + R − 1 of one head's forward, the scalar loop's sums for R
+// rows side by side. q_rows: the head's scale·q, padded; v_rows: its values,
+// padded; packed_k: its keys in tiles. y_rows receives the padded outputs.
 template <int64_t R, int64_t NC>
-void forward_rows(real* y, real* lse, const real* q_scaled, const real* packed_k, const Head& h,
-                  int64_t i0) {
-  const int64_t d = h.d;
-  const int64_t chunks = NC > 0 ? NC : h.chunks;
+void forward_rows(real* y_rows, real* lse, const real* q_rows, const real* v_rows,
+                  const real* packed_k, const Head& h, int64_t i0) {
+  const int64_t chunks = NC > 0 ? NC : h.chunks, stride = h.stride;
   RowAccumulators<R, NC> acc(chunks);
-#pragma GCC unroll 8
+#pragma GCC unroll 16
   for (int64_t r = 0; r < R; ++r) {
-#pragma GCC unroll 8
+#pragma GCC unroll 16
     for (int64_t c = 0; c < chunks; ++c) acc(r, c) = Batch(real(0));
   }
   std::array<real, R> m, l;
   m.fill(kMinusInfinity);
   l.fill(real(0));
   alignas(64) std::array<std::array<real, kKeyTile>, R> p;
+  alignas(64) std::array<real, W> shift{};         // m − m' of each row, for one e^x of them all
   const int64_t last_key = std::min(i0 + R, h.L);  // keys [0, last_key) are seen by some row
   for (int64_t j0 = 0; j0 < last_key; j0 += kKeyTile) {
-    std::array<std::array<Batch, kTileBatches>, R> s;
-    tile_products<R>(s, q_scaled, d, packed_k + j0 * d, d);
+    std::array<TileScores, R> s;
+    tile_products<R, false>(s, s, q_rows + i0 * stride, packed_k + j0 * h.d, nullptr, nullptr,
+                            stride, h.d);
     if (j0 + kKeyTile - 1 > i0) mask_future<R>(s, j0, i0);
-    std::array<real, R> alpha;
-#pragma GCC unroll 8
+#pragma GCC unroll 16
     for (int64_t r = 0; r < R; ++r) {
       Batch largest = s[r][0];
-#pragma GCC unroll 8
-      for (int64_t b = 1; b < kTileBatches; ++b) largest = xsimd::max(largest, s[r][b]);
+#pragma GCC unroll 16
+      for (int64_t t = 1; t < kTileBatches; ++t) largest = xsimd::max(largest, s[r][t]);
       const real m_new = std::max(m[r], reduce_max(largest));
-      alpha[r] = exp_nonpositive<real>(Batch(m[r] - m_new)).get(0);
+      shift[r] = m[r] - m_new;
       m[r] = m_new;
-#pragma GCC unroll 8
-      for (int64_t b = 0; b < kTileBatches; ++b) {
-        exp_nonpositive<real>(s[r][b] - Batch(m_new)).store_aligned(p[r].data() + b * W);
+#pragma GCC unroll 16
+      for (int64_t t = 0; t < kTileBatches; ++t) {
+        exp_nonpositive<real>(s[r][t] - Batch(m_new)).store_aligned(p[r].data() + t * W);
       }
-#pragma GCC unroll 8
-      for (int64_t c = 0; c < chunks; ++c) acc(r, c) *= Batch(alpha[r]);
+    }
+    alignas(64) std::array<real, W> alpha;  // e^(m − m'): 0 at the first tile (m = −∞)
+    exp_nonpositive<real>(Batch::load_aligned(shift.data())).store_aligned(alpha.data());
+#pragma GCC unroll 16
+    for (int64_t r = 0; r < R; ++r) {
+      const Batch factor(alpha[r]);
+#pragma GCC unroll 16
+      for (int64_t c = 0; c < chunks; ++c) acc(r, c) *= factor;
     }
     const int64_t j1 = std::min(j0 + kKeyTile, last_key);
     for (int64_t j = j0; j < j1; ++j) {
-      const real* v_j = h.v + j * d;
-#pragma GCC unroll 8
+      const real* v_j = v_rows + j * stride;
+#pragma GCC unroll 16
       for (int64_t c = 0; c < chunks; ++c) {
-        const Batch value = chunk(v_j, c, h);
-#pragma GCC unroll 8
-        for (int64_t r = 0; r < R; ++r)
+        Batch value = load(v_j + c * W);
+        in_register(value);
+#pragma GCC unroll 16
+        for (int64_t r = 0; r < R; ++r) {
           acc(r, c) = simd::fma(Batch(p[r][j - j0]), value, acc(r, c));
+        }
       }
     }
-#pragma GCC unroll 8
+#pragma GCC unroll 16
     for (int64_t r = 0; r < R; ++r) {
       real tile_sum = 0;  // key by key, as the scalar loop (the keys past i add 0)
       for (int64_t j = j0; j < j1; ++j) tile_sum += p[r][j - j0];
       l[r] = std::fma(l[r], alpha[r], tile_sum);
     }
   }
-#pragma GCC unroll 8
+#pragma GCC unroll 16
   for (int64_t r = 0; r < R; ++r) {
     const Batch total(l[r]);
-    real* y_i = y + (i0 + r) * d;
-#pragma GCC unroll 8
-    for (int64_t c = 0; c + 1 < chunks; ++c)
-      simd::div(acc(r, c), total).store_unaligned(y_i + c * W);
-    h.last.write(y_i + (chunks - 1) * W, simd::div(acc(r, chunks - 1), total));
+    real* y_i = y_rows + (i0 + r) * stride;
+#pragma GCC unroll 16
+    for (int64_t c = 0; c < chunks; ++c) simd::div(acc(r, c), total).store_unaligned(y_i + c * W);
     lse[i0 + r] = m[r] + std::log(l[r]);
   }
 }
 
 template <int64_t NC>
-void forward_head(real* y, real* lse, const real* q_scaled, const real* packed_k, const Head& h) {
+void forward_head(real* y_rows, real* lse, const real* q_rows, const real* v_rows,
+                  const real* packed_k, const Head& h) {
   int64_t i = 0;
   for (; i + kRows <= h.L; i += kRows) {
-    forward_rows<kRows, NC>(y, lse, q_scaled + i * h.d, packed_k, h, i);
+    forward_rows<kRows, NC>(y_rows, lse, q_rows, v_rows, packed_k, h, i);
   }
-  for (; i < h.L; ++i) forward_rows<1, NC>(y, lse, q_scaled + i * h.d, packed_k, h, i);
+  for (; i < h.L; ++i) forward_rows<1, NC>(y_rows, lse, q_rows, v_rows, packed_k, h, i);
 }
+
+// The padded rows and tiles one head's backward reads, and the padded
+// gradients it accumulates.
+struct BackwardRows {
+  const real* q;         // scale·q
+  const real* dy;        // the output gradient
+  const real* k;         // the keys
+  const real* packed_k;  // the keys in tiles
+  const real* packed_v;  // the values in tiles
+  const real* lse;       // (L), from the forward
+  const real* D;         // (L), dy_i · y_i
+  real* dq;              // Σ_j dS_ij k_j, not yet scaled
+  real* dk;
+  real* dv;
+};
 
 // Rows i0 … i0 + R − 1 (all ≥ j0) of one head's backward against the key
 // tile starting at j0: their shares of dv_j and dk_j for the tile's keys, and
-// of dq_i (scale not yet applied).
+// of dq_i.
 template <int64_t R, int64_t NC>
-void backward_rows(real* dq, real* dk, real* dv, const real* dy, const real* q_scaled,
-                   const real* lse, const real* D, const real* packed_k, const real* packed_v,
-                   const Head& h, int64_t j0, int64_t i0) {
-  const int64_t d = h.d;
-  const int64_t chunks = NC > 0 ? NC : h.chunks;
-  std::array<std::array<Batch, kTileBatches>, R> s, dp;
-  tile_products<R>(s, q_scaled + i0 * d, d, packed_k + j0 * d, d);
-  tile_products<R>(dp, dy + i0 * d, d, packed_v + j0 * d, d);
+void backward_rows(const BackwardRows& b, const Head& h, int64_t j0, int64_t i0) {
+  const int64_t chunks = NC > 0 ? NC : h.chunks, stride = h.stride;
+  std::array<TileScores, R> s, dp;
+  tile_products<R, true>(s, dp, b.q + i0 * stride, b.packed_k + j0 * h.d, b.dy + i0 * stride,
+                         b.packed_v + j0 * h.d, stride, h.d);
   if (j0 + kKeyTile - 1 > i0) mask_future<R>(s, j0, i0);
   alignas(64) std::array<std::array<real, kKeyTile>, R> p, ds;
-#pragma GCC unroll 8
+#pragma GCC unroll 16
   for (int64_t r = 0; r < R; ++r) {
-    const Batch row_lse(lse[i0 + r]), row_D(D[i0 + r]);
-#pragma GCC unroll 8
-    for (int64_t b = 0; b < kTileBatches; ++b) {
-      const Batch weight = exp_nonpositive<real>(s[r][b] - row_lse);
-      weight.store_aligned(p[r].data() + b * W);
-      (weight * (dp[r][b] - row_D)).store_aligned(ds[r].data() + b * W);
+    const Batch row_lse(b.lse[i0 + r]), row_D(b.D[i0 + r]);
+#pragma GCC unroll 16
+    for (int64_t t = 0; t < kTileBatches; ++t) {
+      const Batch weight = exp_nonpositive<real>(s[r][t] - row_lse);
+      weight.store_aligned(p[r].data() + t * W);
+      (weight * (dp[r][t] - row_D)).store_aligned(ds[r].data() + t * W);
     }
   }
   const int64_t j1 = std::min(j0 + kKeyTile, h.L);
   RowAccumulators<R, NC> dq_rows(chunks);
-#pragma GCC unroll 8
+#pragma GCC unroll 16
   for (int64_t r = 0; r < R; ++r) {
-#pragma GCC unroll 8
-    for (int64_t c = 0; c < chunks; ++c) dq_rows(r, c) = chunk(dq + (i0 + r) * d, c, h);
+#pragma GCC unroll 16
+    for (int64_t c = 0; c < chunks; ++c) dq_rows(r, c) = load(b.dq + (i0 + r) * stride + c * W);
   }
   for (int64_t j = j0; j < j1; ++j) {
     const int64_t jj = j - j0;
-    real* dk_j = dk + j * d;
-    real* dv_j = dv + j * d;
-    const real* k_j = h.k + j * d;
-#pragma GCC unroll 8
+    real* dk_j = b.dk + j * stride;
+    real* dv_j = b.dv + j * stride;
+    const real* k_j = b.k + j * stride;
+#pragma GCC unroll 16
     for (int64_t c = 0; c < chunks; ++c) {
-      Batch dv_c = chunk(dv_j, c, h), dk_c = chunk(dk_j, c, h);
-      const Batch key = chunk(k_j, c, h);
-#pragma GCC unroll 8
+      Batch dv_c = load(dv_j + c * W), dk_c = load(dk_j + c * W);
+      Batch key = load(k_j + c * W);
+      in_register(key);
+#pragma GCC unroll 16
       for (int64_t r = 0; r < R; ++r) {
         const Batch weight(p[r][jj]), dscore(ds[r][jj]);
-        dv_c = simd::fma(weight, chunk(dy + (i0 + r) * d, c, h), dv_c);
-        dk_c = simd::fma(dscore, chunk(q_scaled + (i0 + r) * d, c, h), dk_c);
+        dv_c = simd::fma(weight, load(b.dy + (i0 + r) * stride + c * W), dv_c);
+        dk_c = simd::fma(dscore, load(b.q + (i0 + r) * stride + c * W), dk_c);
         dq_rows(r, c) = simd::fma(dscore, key, dq_rows(r, c));
       }
-      if (c + 1 < chunks) {
-        dv_c.store_unaligned(dv_j + c * W);
-        dk_c.store_unaligned(dk_j + c * W);
-      } else {
-        h.last.write(dv_j + c * W, dv_c);
-        h.last.write(dk_j + c * W, dk_c);
-      }
+      dv_c.store_unaligned(dv_j + c * W);
+      dk_c.store_unaligned(dk_j + c * W);
     }
   }
-#pragma GCC unroll 8
+#pragma GCC unroll 16
   for (int64_t r = 0; r < R; ++r) {
-    real* dq_i = dq + (i0 + r) * d;
-#pragma GCC unroll 8
-    for (int64_t c = 0; c + 1 < chunks; ++c) dq_rows(r, c).store_unaligned(dq_i + c * W);
-    h.last.write(dq_i + (chunks - 1) * W, dq_rows(r, chunks - 1));
+#pragma GCC unroll 16
+    for (int64_t c = 0; c < chunks; ++c) {
+      dq_rows(r, c).store_unaligned(b.dq + (i0 + r) * stride + c * W);
+    }
   }
 }
 
 template <int64_t NC>
-void backward_head(real* dq, real* dk, real* dv, const real* dy, const real* q_scaled,
-                   const real* lse, const real* D, const real* packed_k, const real* packed_v,
-                   const Head& h) {
+void backward_head(const BackwardRows& b, const Head& h) {
   for (int64_t j0 = 0; j0 < h.L; j0 += kKeyTile) {
     int64_t i = j0;
-    for (; i + kRows <= h.L; i += kRows) {
-      backward_rows<kRows, NC>(dq, dk, dv, dy, q_scaled, lse, D, packed_k, packed_v, h, j0, i);
-    }
-    for (; i < h.L; ++i) {
-      backward_rows<1, NC>(dq, dk, dv, dy, q_scaled, lse, D, packed_k, packed_v, h, j0, i);
-    }
+    for (; i + kRows <= h.L; i += kRows) backward_rows<kRows, NC>(b, h, j0, i);
+    for (; i < h.L; ++i) backward_rows<1, NC>(b, h, j0, i);
   }
 }
 
@@ -412,71 +472,68 @@ void with_chunk_count(int64_t chunks, F&& f) {
 // same bits.
 template <typename F>
 void for_each_head(int64_t N, int64_t L, int64_t d, F&& per_head) {
-  parallel::parallel_for(N, N * L * L * std::max<int64_t>(d, 1) / 2,
-                         [&](int64_t begin, int64_t end) {
-                           const FlushSubnormals flush;  // per thread: weights far below the
-                                                         // row's largest are 0, not subnormal
-                           for (int64_t n = begin; n < end; ++n) per_head(n);
-                         });
+  parallel::parallel_for(N, N * L * L * d / 2, [&](int64_t begin, int64_t end) {
+    const FlushSubnormals flush;  // per thread: weights far below a row's largest are 0
+    for (int64_t n = begin; n < end; ++n) per_head(n);
+  });
 }
 
-Head head_of(const real* q, const real* k, const real* v, int64_t n, int64_t L, int64_t d) {
-  const int64_t chunks = (d + W - 1) / W;
-  return Head{
-      q + n * L * d, k + n * L * d, v + n * L * d, L, d, chunks, LastBatch(d - (chunks - 1) * W)};
-}
+std::vector<real> buffer(int64_t n) { return std::vector<real>(static_cast<size_t>(n)); }
 
 }  // namespace
 
 void causal_attention_forward(real* y, real* lse, const real* q, const real* k, const real* v,
                               real scale, int64_t N, int64_t L, int64_t d) {
   if (d == 0) return scalar::causal_attention_forward(y, lse, q, k, v, scale, N, L, d);
-  if (N == 0 || L == 0) return;
+  const Head h = head_shape(L, d);
   const int64_t tiles = (L + kKeyTile - 1) / kKeyTile;
   for_each_head(N, L, d, [&](int64_t n) {
-    const Head h = head_of(q, k, v, n, L, d);
-    std::vector<real> q_scaled(static_cast<size_t>(L * d));
-    std::vector<real> packed_k(static_cast<size_t>(tiles * kKeyTile * d));
-    for (int64_t e = 0; e < L * d; ++e) q_scaled[e] = h.q[e] * scale;
-    pack_tiles(packed_k.data(), h.k, L, d);
+    const int64_t head = n * L * d;
+    std::vector<real> q_rows = buffer(L * h.stride), v_rows = buffer(L * h.stride);
+    std::vector<real> y_rows = buffer(L * h.stride), packed_k = buffer(tiles * kKeyTile * d);
+    pad_rows(q_rows.data(), q + head, scale, h);
+    pad_rows(v_rows.data(), v + head, real(1), h);
+    pack_tiles(packed_k.data(), k + head, L, d);
     with_chunk_count(h.chunks, [&](auto nc) {
-      forward_head<decltype(nc)::value>(y + n * L * d, lse + n * L, q_scaled.data(),
+      forward_head<decltype(nc)::value>(y_rows.data(), lse + n * L, q_rows.data(), v_rows.data(),
                                         packed_k.data(), h);
     });
+    unpad_rows(y + head, y_rows.data(), real(1), h);
   });
 }
 
 void causal_attention_backward(real* dq, real* dk, real* dv, const real* dy, const real* q,
                                const real* k, const real* v, const real* y, const real* lse,
                                real scale, int64_t N, int64_t L, int64_t d) {
-  if (d == 0 || N == 0 || L == 0) {
+  if (d == 0) {
     return scalar::causal_attention_backward(dq, dk, dv, dy, q, k, v, y, lse, scale, N, L, d);
   }
+  const Head h = head_shape(L, d);
   const int64_t tiles = (L + kKeyTile - 1) / kKeyTile;
   for_each_head(N, L, d, [&](int64_t n) {
-    const Head h = head_of(q, k, v, n, L, d);
-    const int64_t head = n * L * d;
-    std::vector<real> q_scaled(static_cast<size_t>(L * d)), D(static_cast<size_t>(L));
-    std::vector<real> packed_k(static_cast<size_t>(tiles * kKeyTile * d));
-    std::vector<real> packed_v(static_cast<size_t>(tiles * kKeyTile * d));
-    for (int64_t e = 0; e < L * d; ++e) q_scaled[e] = h.q[e] * scale;
+    const int64_t head = n * L * d, padded = L * h.stride;
+    std::vector<real> q_rows = buffer(padded), dy_rows = buffer(padded), k_rows = buffer(padded);
+    std::vector<real> packed_k = buffer(tiles * kKeyTile * d);
+    std::vector<real> packed_v = buffer(tiles * kKeyTile * d), D = buffer(L);
+    std::vector<real> dq_rows = buffer(padded), dk_rows = buffer(padded), dv_rows = buffer(padded);
+    pad_rows(q_rows.data(), q + head, scale, h);
+    pad_rows(dy_rows.data(), dy + head, real(1), h);
+    pad_rows(k_rows.data(), k + head, real(1), h);
+    pack_tiles(packed_k.data(), k + head, L, d);
+    pack_tiles(packed_v.data(), v + head, L, d);
     for (int64_t i = 0; i < L; ++i) {  // D_i = dy_i · y_i, the scalar loop's chain
       real total = 0;
       for (int64_t c = 0; c < d; ++c)
         total = std::fma(dy[head + i * d + c], y[head + i * d + c], total);
       D[i] = total;
     }
-    pack_tiles(packed_k.data(), h.k, L, d);
-    pack_tiles(packed_v.data(), h.v, L, d);
-    std::fill(dq + head, dq + head + L * d, real(0));
-    std::fill(dk + head, dk + head + L * d, real(0));
-    std::fill(dv + head, dv + head + L * d, real(0));
-    with_chunk_count(h.chunks, [&](auto nc) {
-      backward_head<decltype(nc)::value>(dq + head, dk + head, dv + head, dy + head,
-                                         q_scaled.data(), lse + n * L, D.data(), packed_k.data(),
-                                         packed_v.data(), h);
-    });
-    for (int64_t e = 0; e < L * d; ++e) dq[head + e] *= scale;
+    const BackwardRows rows{q_rows.data(),   dy_rows.data(), k_rows.data(), packed_k.data(),
+                            packed_v.data(), lse + n * L,    D.data(),      dq_rows.data(),
+                            dk_rows.data(),  dv_rows.data()};
+    with_chunk_count(h.chunks, [&](auto nc) { backward_head<decltype(nc)::value>(rows, h); });
+    unpad_rows(dq + head, dq_rows.data(), scale, h);
+    unpad_rows(dk + head, dk_rows.data(), real(1), h);
+    unpad_rows(dv + head, dv_rows.data(), real(1), h);
   });
 }
 

@@ -69,7 +69,7 @@ void attention_pool_backward(real* dscores, real* dscale, real* dvalues, const r
 // y, q, k, v: (N,L,d); lse: (N,L).  Causal attention of N = B·H heads
 // (tensor/kernels_causal_attention.cpp), query i seeing keys 0 … i:
 //   s_ij = (scale·q_i) · k_j,  y_i = Σ_{j≤i} softmax_j(s_i)_j v_j,  lse_i = log Σ_{j≤i} e^(s_ij)
-// by the online softmax over tiles of 16 keys: no (L,L) array, only y and lse.
+// by the online softmax over tiles of 32 keys: no (L,L) array, only y and lse.
 void causal_attention_forward(real* y, real* lse, const real* q, const real* k, const real* v,
                               real scale, int64_t N, int64_t L, int64_t d);
 // dq, dk, dv: (N,L,d), written (not accumulated); dy, y: (N,L,d), lse: (N,L) from the

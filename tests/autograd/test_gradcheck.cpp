@@ -592,7 +592,7 @@ std::vector<GradcheckRow> gradcheck_table() {
        [](const Inputs& x) { return attention_pool(transpose(x[0], 1, 2), x[1]) * x[2]; },
        {{any_values({2, 9, 3}), any_values({2, 9, 1}), any_values({2, 3, 1})}},
        "smooth"});
-  // causal_attention: L = 1, 7, 8, 9 and 20 (past one 16-key tile of the
+  // causal_attention: L = 1, 7, 8, 9 and 35 (past one 32-key tile of the
   // online softmax, so a row is rescaled), d = 1, 7, 8, 9 (the SIMD tails),
   // N = B·H = 1 and 3. On both paths and under create_graph the fused op;
   // its recorded backward is causal_attention_composed's.

@@ -2,10 +2,11 @@
 // kernels (tensor/kernels_causal_attention.cpp): SIMD against the scalar
 // specification, in both test binaries.
 //
-// Sizes: every L from 0 to 33 (every remainder of the 16-key tile and of the
-// 4-row blocks, one tile, two, and one past) against head sizes d = 1, 7, 8,
-// 9, 16, 17 (every ragged last batch for W = 4, 8 and 16); then L = 300 with
-// d = 64 (19 tiles, the rescaling of the online softmax 18 times per row),
+// Sizes: every L from 0 to 33 and 63 to 65 (every remainder of the 32-key
+// tile and of the blocks of 1, 2 or 4 rows, one tile and one past, two and
+// one past) against head sizes d = 1, 7, 8, 9, 16, 17 (every ragged padded
+// row for W = 4, 8 and 16); then L = 300 with d = 64 (10 tiles, a row's
+// accumulator rescaled up to 9 times by the online softmax),
 // d = 33 and 130 (past the 8 batches a row keeps in registers for W = 16, the
 // accumulators then in memory), d = 0 and 3 heads at once.
 //
@@ -21,7 +22,7 @@
 // Σ_j |dS_ij| |k_j| — and lse to tol · (1 + |lse|). tol is 1e-5 in float and
 // 1e-12 in double (tests/tensor/test_kernels.cpp), far above the few units in
 // the last place that a weight's e^x moves (once per tile it is rescaled in,
-// ≤ 19 at L = 300), and independent of the lane count, so it holds with 2,
+// ≤ 10 at L = 300), and independent of the lane count, so it holds with 2,
 // 4, 8 and 16 lanes; 1e-30 covers the subnormals the kernel flushes to 0.
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -162,6 +163,7 @@ TEST_CASE("causal attention kernels: SIMD equals scalar at every tile remainder"
   Generator generator(7);
   for (int64_t d : {1, 7, 8, 9, 16, 17}) {
     for (int64_t L = 0; L <= 33; ++L) compare(problem(2, L, d, generator));
+    for (int64_t L = 63; L <= 65; ++L) compare(problem(2, L, d, generator));
   }
 }
 
