@@ -388,9 +388,9 @@ struct BackwardRows {
 // Rows i0 … i0 + R − 1 (all ≥ j0) of one head's backward against the key
 // tile starting at j0: their shares of dv_j and dk_j for the tile's keys, and
 // of dq_i.
-template <int64_t R, int64_t NC>
+template <int64_t R>
 void backward_rows(const BackwardRows& b, const Head& h, int64_t j0, int64_t i0) {
-  const int64_t chunks = NC > 0 ? NC : h.chunks, stride = h.stride;
+  const int64_t chunks = h.chunks, stride = h.stride;
   std::array<TileScores, R> s, dp;
   tile_products<R, true>(s, dp, b.q + i0 * stride, b.packed_k + j0 * h.d, b.dy + i0 * stride,
                          b.packed_v + j0 * h.d, stride, h.d);
@@ -406,49 +406,46 @@ void backward_rows(const BackwardRows& b, const Head& h, int64_t j0, int64_t i0)
       (weight * (dp[r][t] - row_D)).store_aligned(ds[r].data() + t * W);
     }
   }
+  // Batch c of the d numbers at a time, the tile's keys inside: the rows'
+  // batches of dy, scale·q and dq stay in registers across the keys, and
+  // each key's dv_j, dk_j are read and written once per batch for all R
+  // rows. (Every sum's order is the scalar loop's: dv_j, dk_j over the
+  // rows i in order, dq_i over the keys j in order.)
   const int64_t j1 = std::min(j0 + kKeyTile, h.L);
-  RowAccumulators<R, NC> dq_rows(chunks);
+  for (int64_t c = 0; c < chunks; ++c) {
+    std::array<Batch, R> g, q, dq;
 #pragma GCC unroll 16
-  for (int64_t r = 0; r < R; ++r) {
-#pragma GCC unroll 16
-    for (int64_t c = 0; c < chunks; ++c) dq_rows(r, c) = load(b.dq + (i0 + r) * stride + c * W);
-  }
-  for (int64_t j = j0; j < j1; ++j) {
-    const int64_t jj = j - j0;
-    real* dk_j = b.dk + j * stride;
-    real* dv_j = b.dv + j * stride;
-    const real* k_j = b.k + j * stride;
-#pragma GCC unroll 16
-    for (int64_t c = 0; c < chunks; ++c) {
-      Batch dv_c = load(dv_j + c * W), dk_c = load(dk_j + c * W);
-      Batch key = load(k_j + c * W);
+    for (int64_t r = 0; r < R; ++r) {
+      g[r] = load(b.dy + (i0 + r) * stride + c * W);
+      q[r] = load(b.q + (i0 + r) * stride + c * W);
+      dq[r] = load(b.dq + (i0 + r) * stride + c * W);
+    }
+    real* dk_j = b.dk + j0 * stride + c * W;
+    real* dv_j = b.dv + j0 * stride + c * W;
+    const real* k_j = b.k + j0 * stride + c * W;
+    for (int64_t jj = 0; jj < j1 - j0; ++jj, dk_j += stride, dv_j += stride, k_j += stride) {
+      Batch dv_c = load(dv_j), dk_c = load(dk_j), key = load(k_j);
       in_register(key);
 #pragma GCC unroll 16
       for (int64_t r = 0; r < R; ++r) {
         const Batch weight(p[r][jj]), dscore(ds[r][jj]);
-        dv_c = simd::fma(weight, load(b.dy + (i0 + r) * stride + c * W), dv_c);
-        dk_c = simd::fma(dscore, load(b.q + (i0 + r) * stride + c * W), dk_c);
-        dq_rows(r, c) = simd::fma(dscore, key, dq_rows(r, c));
+        dv_c = simd::fma(weight, g[r], dv_c);
+        dk_c = simd::fma(dscore, q[r], dk_c);
+        dq[r] = simd::fma(dscore, key, dq[r]);
       }
-      dv_c.store_unaligned(dv_j + c * W);
-      dk_c.store_unaligned(dk_j + c * W);
+      dv_c.store_unaligned(dv_j);
+      dk_c.store_unaligned(dk_j);
     }
-  }
 #pragma GCC unroll 16
-  for (int64_t r = 0; r < R; ++r) {
-#pragma GCC unroll 16
-    for (int64_t c = 0; c < chunks; ++c) {
-      dq_rows(r, c).store_unaligned(b.dq + (i0 + r) * stride + c * W);
-    }
+    for (int64_t r = 0; r < R; ++r) dq[r].store_unaligned(b.dq + (i0 + r) * stride + c * W);
   }
 }
 
-template <int64_t NC>
 void backward_head(const BackwardRows& b, const Head& h) {
   for (int64_t j0 = 0; j0 < h.L; j0 += kKeyTile) {
     int64_t i = j0;
-    for (; i + kRows <= h.L; i += kRows) backward_rows<kRows, NC>(b, h, j0, i);
-    for (; i < h.L; ++i) backward_rows<1, NC>(b, h, j0, i);
+    for (; i + kRows <= h.L; i += kRows) backward_rows<kRows>(b, h, j0, i);
+    for (; i < h.L; ++i) backward_rows<1>(b, h, j0, i);
   }
 }
 
@@ -530,7 +527,7 @@ void causal_attention_backward(real* dq, real* dk, real* dv, const real* dy, con
     const BackwardRows rows{q_rows.data(),   dy_rows.data(), k_rows.data(), packed_k.data(),
                             packed_v.data(), lse + n * L,    D.data(),      dq_rows.data(),
                             dk_rows.data(),  dv_rows.data()};
-    with_chunk_count(h.chunks, [&](auto nc) { backward_head<decltype(nc)::value>(rows, h); });
+    backward_head(rows, h);
     unpad_rows(dq + head, dq_rows.data(), scale, h);
     unpad_rows(dk + head, dk_rows.data(), real(1), h);
     unpad_rows(dv + head, dv_rows.data(), real(1), h);
