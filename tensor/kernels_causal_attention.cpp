@@ -200,9 +200,13 @@ using TileScores = std::array<Batch, kTileBatches>;
 // of a value's batch) into each of the R FMAs that use it, loading it R
 // times, and the loop is bound by loads rather than FMAs.
 [[gnu::always_inline]] inline void in_register(Batch& x) {
-#if defined(__GNUC__)
   auto& reg = reinterpret_cast<typename Batch::register_type&>(x);
-  asm("" : "+v"(reg));
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+  asm("" : "+v"(reg));  // any SSE/AVX register
+#elif defined(__GNUC__) && defined(__aarch64__)
+  asm("" : "+w"(reg));  // any NEON register
+#else
+  (void)reg;
 #endif
 }
 
