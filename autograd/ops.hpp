@@ -135,7 +135,8 @@ Tensor attention_pool(const Tensor& scores, const Tensor& values, const Tensor& 
 // q, k, v: (N,L,d) -> (N,L,d)
 //
 //   y = softmax(q kᵀ · scale + causal mask) v
-//   dS = P ⊙ (dP − D), dP = dy vᵀ, D = rowsum(dy ⊙ y);  dq = scale·dS k,  dk = scale·dSᵀ q,  dv = Pᵀ dy
+//   dS = P ⊙ (dP − D),  dP = dy vᵀ,  D = rowsum(dy ⊙ y)
+//   dq = scale·dS k,  dk = scale·dSᵀ q,  dv = Pᵀ dy
 //
 // causal_attention is one fused node whose kernels never form the (L,L)
 // weights P: the forward keeps y and each row's log-sum-exp (the online
