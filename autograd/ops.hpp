@@ -130,6 +130,24 @@ std::vector<int64_t> masked_softmax_row_lengths(const std::string& who, const Sh
 Tensor attention_pool(const Tensor& scores, const Tensor& values, const Tensor& scale = Tensor(),
                       Tensor* weights = nullptr);
 
+// ---- Causal attention (autograd/ops_attention.cpp) ------------------------------------
+// A decoder's self-attention over N = B·H heads at once (view (B,H,L,d) as
+// (B·H,L,d)): query i sees keys 0 … i, scale = 1/√d.
+// q, k, v: (N,L,d) -> (N,L,d)
+//
+//   y = softmax(q kᵀ · scale + causal mask) v
+//   dS = P ⊙ (dP − D),  dP = dy vᵀ,  D = rowsum(dy ⊙ y)
+//   dq = scale·dS k,  dk = scale·dSᵀ q,  dv = Pᵀ dy
+//
+// causal_attention is one fused node whose kernels never form the (L,L)
+// weights P: the forward keeps y and each row's log-sum-exp (the online
+// softmax), the backward recomputes P tile by tile (docs/attention_kernel.md).
+// causal_attention_composed is the same function as bmm, masked_softmax and
+// bmm, (N,L,L) tensors and all: the specification, and what a recording
+// backward (create_graph) of causal_attention differentiates.
+Tensor causal_attention(const Tensor& q, const Tensor& k, const Tensor& v);
+Tensor causal_attention_composed(const Tensor& q, const Tensor& k, const Tensor& v);
+
 // ---- Lookup (autograd/ops_index.cpp) -------------------------------------------------
 // weight: (V,D), ids: ids_shape.numel() ids in [0, V) -> (ids_shape..., D).
 // padding_idx's row gets no gradient; with `sparse` the table's gradient is

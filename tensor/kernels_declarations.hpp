@@ -66,6 +66,19 @@ void attention_pool_backward(real* dscores, real* dscale, real* dvalues, const r
                              const real* weights, const real* scores, const real* scale,
                              int64_t scale_count, const real* values, const real* out, int64_t B,
                              int64_t Tq, int64_t Tk, int64_t dv);
+// y, q, k, v: (N,L,d); lse: (N,L).  Causal attention of N = B·H heads
+// (tensor/kernels_causal_attention.cpp), query i seeing keys 0 … i:
+//   s_ij = (scale·q_i) · k_j,  y_i = Σ_{j≤i} softmax_j(s_i)_j v_j,  lse_i = log Σ_{j≤i} e^(s_ij)
+// by the online softmax over tiles of 32 keys: no (L,L) array, only y and lse.
+void causal_attention_forward(real* y, real* lse, const real* q, const real* k, const real* v,
+                              real scale, int64_t N, int64_t L, int64_t d);
+// dq, dk, dv: (N,L,d), written (not accumulated); dy, y: (N,L,d), lse: (N,L) from the
+// forward; q, k, v, scale as there. With P_ij = e^(s_ij − lse_i) recomputed tile by tile:
+//   D_i = dy_i · y_i,  dS_ij = P_ij (dy_i · v_j − D_i)
+//   dq_i = scale Σ_j dS_ij k_j,  dk_j = Σ_i dS_ij (scale·q_i),  dv_j = Σ_i P_ij dy_i
+void causal_attention_backward(real* dq, real* dk, real* dv, const real* dy, const real* q,
+                               const real* k, const real* v, const real* y, const real* lse,
+                               real scale, int64_t N, int64_t L, int64_t d);
 // c: (M,N); a: (M,K) stored per a_layout; b: (K,N) stored per b_layout.  c = a @ b
 void matmul_forward(real* c, const real* a, Layout a_layout, const real* b, Layout b_layout,
                     int64_t M, int64_t K, int64_t N);

@@ -594,6 +594,32 @@ std::vector<GradcheckRow> gradcheck_table() {
        [](const Inputs& x) { return attention_pool(transpose(x[0], 1, 2), x[1]) * x[2]; },
        {{any_values({2, 9, 3}), any_values({2, 9, 1}), any_values({2, 3, 1})}},
        "smooth"});
+  // causal_attention: L = 1, 7, 8, 9 and 35 (past one 32-key tile of the
+  // online softmax, so a row is rescaled), d = 1, 7, 8, 9 (the SIMD tails),
+  // N = B·H = 1 and 3. On both paths and under create_graph the fused op;
+  // its recorded backward is causal_attention_composed's.
+  for (const bool fused : {true, false}) {
+    rows.push_back({fused ? "causal_attention: q, k, v of (N,L,d), query i sees keys 0 … i"
+                          : "causal_attention_composed: bmm, masked softmax, bmm",
+                    [fused](const Inputs& x) {
+                      return (fused ? causal_attention(x[0], x[1], x[2])
+                                    : causal_attention_composed(x[0], x[1], x[2])) *
+                             x[3];
+                    },
+                    {{any_values({1, 1, 1}), any_values({1, 1, 1}), any_values({1, 1, 1}),
+                      any_values({1, 1, 1})},
+                     {any_values({3, 7, 8}), any_values({3, 7, 8}), any_values({3, 7, 8}),
+                      any_values({3, 7, 8})},
+                     {any_values({1, 8, 9}), any_values({1, 8, 9}), any_values({1, 8, 9}),
+                      any_values({1, 8, 9})},
+                     {any_values({3, 9, 1}), any_values({3, 9, 1}), any_values({3, 9, 1}),
+                      any_values({3, 9, 1})},
+                     {any_values({1, 9, 7}), any_values({1, 9, 7}), any_values({1, 9, 7}),
+                      any_values({1, 9, 7})},
+                     {any_values({1, 35, 2}), any_values({1, 35, 2}), any_values({1, 35, 2}),
+                      any_values({1, 35, 2})}},
+                    "smooth; the output weighted by x[3] so every position's gradient differs"});
+  }
   for (const Reduction reduction : {Reduction::none, Reduction::sum, Reduction::mean}) {
     rows.push_back(
         {fmt::format("squared_errors: reduction {}", static_cast<int>(reduction)),

@@ -108,6 +108,10 @@ std::vector<EqualityCase> equality_cases() {
        },
        {any_values({2, 2, 40}), any_values({2, 40, 1}), any_values({1}), any_values({40})},
        kReordered});
+  cases.push_back({"causal_attention, past one 32-key tile",
+                   [](const Inputs& x) { return causal_attention(x[0], x[1], x[2]); },
+                   {any_values({2, 34, 5}), any_values({2, 34, 5}), any_values({2, 34, 5})},
+                   kReordered});
   for (const Reduction reduction : {Reduction::none, Reduction::sum, Reduction::mean}) {
     // The same products, (x − t)·(c·dℓ), by the same kernels: bit for bit.
     cases.push_back({fmt::format("squared_errors, reduction {}", static_cast<int>(reduction)),
