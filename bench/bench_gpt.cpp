@@ -40,15 +40,6 @@ using namespace attograd;
 
 constexpr int kQuickIterations = 200;
 
-std::string cpu_model() {
-  std::ifstream cpuinfo("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(cpuinfo, line)) {
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  }
-  return "unknown CPU";
-}
-
 // One run of one side: what its JSON line says.
 struct Run {
   double tokens_per_second = 0;
@@ -74,9 +65,9 @@ std::optional<Run> read_run(const std::optional<nlohmann::json>& line, double cp
 
 std::optional<Run> run_attograd(int iterations, int seed) {
   const double before = children_cpu_seconds();
-  const auto line = bench::last_json_line(fmt::format(
-      "'{}' train --iters {} --seed {} --threads 1 --json --out '{}/bench-gpt'",
-      bench::example_program("gpt"), iterations, seed, ATTOGRAD_BINARY_DIR));
+  const auto line = bench::last_json_line(
+      fmt::format("'{}' train --iters {} --seed {} --threads 1 --json --out '{}/bench-gpt'",
+                  bench::example_program("gpt"), iterations, seed, ATTOGRAD_BINARY_DIR));
   return read_run(line, children_cpu_seconds() - before);
 }
 
@@ -114,7 +105,7 @@ struct Side {
 bool compare(const std::vector<int>& seeds, int iterations, bool by_seed) {
   const bool torch = bench::have_pytorch();
   const bench::PinnedToOneCpu pinned;
-  fmt::print("CPU: {}; kernels: {}\n", cpu_model(), kernels::simd_description());
+  fmt::print("CPU: {}; kernels: {}\n", bench::cpu_model(), kernels::simd_description());
   fmt::print(
       "gpt train (4 layers, 4 heads, 128 channels, batch 12 x block 64) against "
       "bench/reference/gpt.py, {} iterations, 1 thread a side, {}\n",

@@ -564,15 +564,6 @@ void gru_table(double peak) {
              100 * flops / seconds * 1e-9 / peak);
 }
 
-std::string cpu_model() {
-  std::ifstream cpuinfo("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(cpuinfo, line)) {
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  }
-  return "unknown CPU";
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -596,7 +587,7 @@ int main(int argc, char** argv) {
   const int threads = parallel::num_threads();
   parallel::set_num_threads(1);
   fmt::print("attograd kernel benchmark (1 thread; the library would use {})\n", threads);
-  fmt::print("CPU: {}; kernels: {}\n", cpu_model(), kernels::simd_description());
+  fmt::print("CPU: {}; kernels: {}\n", bench::cpu_model(), kernels::simd_description());
   if (bench::kHaveOpenblas) fmt::print("OpenBLAS: {}\n", bench::openblas_description());
   // The one-thread tables run on one CPU, so that attograd's samples and the
   // references alternating with them (OpenBLAS, the scalar loops, a copy)

@@ -52,12 +52,9 @@ int main(int argc, char** argv) {
     for (int round = 0; round < rounds; ++round) {
       for (const bool cache : {true, false}) {
         const double start = bench::thread_seconds();
-        const std::vector<int64_t> out = gpt::sample(model, {0},
-                                                     {.tokens = tokens,
-                                                      .temperature = 1.0,
-                                                      .top_k = 0,
-                                                      .seed = 5,
-                                                      .kv_cache = cache});
+        const std::vector<int64_t> out = gpt::sample(
+            model, {0},
+            {.tokens = tokens, .temperature = 1.0, .top_k = 0, .seed = 5, .kv_cache = cache});
         (cache ? cached : recomputed).push_back(1e3 * (bench::thread_seconds() - start));
         (cache ? first : second) = out;
       }

@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <ctime>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -115,5 +116,16 @@ class PinnedToOneCpu {
   cpu_set_t previous_{};
   int cpu_ = -1;
 };
+
+// The processor's name from /proc/cpuinfo ("AMD EPYC …"), for the line
+// that names the machine beside every table.
+inline std::string cpu_model() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line)) {
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  }
+  return "unknown CPU";
+}
 
 }  // namespace attograd::bench

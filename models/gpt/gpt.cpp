@@ -17,6 +17,11 @@ namespace attograd::gpt {
 namespace {
 
 constexpr double kInitStd = 0.02;
+// From this many positions on, forward and backward are faster through the
+// fused causal_attention kernel than composed (bmm, masked_softmax, bmm):
+// bench/bench_attention measured the crossover between 64 (composed 1.2-1.3x
+// faster there) and 128 (docs/attention_kernel.md).
+constexpr int64_t kFusedAttentionFrom = 128;
 constexpr int64_t kMaxSize = 1 << 16;  // any one size: vocabulary, block, width
 
 std::shared_ptr<nn::Linear> normal_linear(int64_t in, int64_t out, bool bias, double stddev,
@@ -95,10 +100,15 @@ Tensor CausalSelfAttention::forward(const Tensor& x, LayerCache* fill) {
                   fill->values.data() + head * capacity * dh);
     }
   }
-  const Tensor scores = bmm(q, transpose(k, 1, 2)) * real(1.0 / std::sqrt(double(dh)));
-  const Tensor weights = masked_softmax(scores, causal_lengths(B * h, T));  // (B·h,T,T)
-  if (keep_weights_) attention_weights_ = reshape(detach(weights), {B, h, T, T});
-  const Tensor y = bmm(weights, v);  // (B·h,T,dh)
+  Tensor y;  // (B·h,T,dh)
+  if (T >= kFusedAttentionFrom && !keep_weights_) {
+    y = causal_attention(q, k, v);  // no (T,T) weights stored
+  } else {
+    const Tensor scores = bmm(q, transpose(k, 1, 2)) * real(1.0 / std::sqrt(double(dh)));
+    const Tensor weights = masked_softmax(scores, causal_lengths(B * h, T));  // (B·h,T,T)
+    if (keep_weights_) attention_weights_ = reshape(detach(weights), {B, h, T, T});
+    y = bmm(weights, v);
+  }
   return c_proj->forward(
       reshape(permute(reshape(y, {B, h, T, dh}), {0, 2, 1, 3}), {B, T, n_embd_}));
 }

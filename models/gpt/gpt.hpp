@@ -18,8 +18,9 @@
 // value at once (d → 3d, split in three), each split into h heads; position
 // i attends to positions 0..i:
 //   y_head = softmax(q kᵀ / √(d/h) + causal mask) v,   y = c_proj([y_1; …; y_h])
-// It runs through causal_attention (autograd/ops.hpp), one op for the
-// whole softmax(·)v.
+// From 128 positions on it runs through causal_attention (autograd/ops.hpp),
+// one fused op for the whole softmax(·)v that stores no (T,T) matrix;
+// shorter, composed of bmm, masked_softmax and bmm, which is faster there.
 //
 // Initialisation is nanoGPT's: every Linear and Embedding weight N(0, 0.02),
 // biases 0, and the two projections into the residual stream (attn.c_proj,

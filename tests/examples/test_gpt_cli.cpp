@@ -66,16 +66,6 @@ nlohmann::json last_json_line(const std::string& out) {
   return nlohmann::json::parse(out.substr(start == std::string::npos ? 0 : start + 1));
 }
 
-class ScopedInterrupt {
- public:
-  explicit ScopedInterrupt(const std::string& value) {
-    ::setenv("ATTOGRAD_TEST_INTERRUPT", value.c_str(), 1);
-  }
-  ~ScopedInterrupt() { ::unsetenv("ATTOGRAD_TEST_INTERRUPT"); }
-  ScopedInterrupt(const ScopedInterrupt&) = delete;
-  ScopedInterrupt& operator=(const ScopedInterrupt&) = delete;
-};
-
 }  // namespace
 
 TEST_CASE("gpt train: the JSON line, an exact resume, and sample with or without the cache",
@@ -118,7 +108,7 @@ TEST_CASE("gpt train: the JSON line, an exact resume, and sample with or without
 
   // Ctrl-C after 7 iterations keeps a checkpoint that resumes to the same end.
   {
-    const ScopedInterrupt interrupt("INT@7");
+    const attograd::testing::ScopedInterrupt interrupt("INT@7");
     const ProgramRun stopped = run(tiny_train(data, scratch.path / "stopped", 20), scratch.path);
     CHECK(stopped.status == 130);
     CHECK_THAT(stopped.err, Contains("--resume"));

@@ -35,20 +35,9 @@ using namespace attograd::testing::translate_program;
 
 const fs::path kNwBinary = fs::path(ATTOGRAD_BINARY_DIR) / "examples" / "nw_regression";
 
-// Sets ATTOGRAD_TEST_INTERRUPT for the programs this scope runs.
-class ScopedInterrupt {
- public:
-  explicit ScopedInterrupt(const std::string& value) {
-    ::setenv("ATTOGRAD_TEST_INTERRUPT", value.c_str(), 1);
-  }
-  ~ScopedInterrupt() { ::unsetenv("ATTOGRAD_TEST_INTERRUPT"); }
-  ScopedInterrupt(const ScopedInterrupt&) = delete;
-  ScopedInterrupt& operator=(const ScopedInterrupt&) = delete;
-};
-
 Run run_interrupted(const std::string& signal, const std::vector<std::string>& arguments,
                     const fs::path& scratch) {
-  const ScopedInterrupt interrupt(signal);
+  const attograd::testing::ScopedInterrupt interrupt(signal);
   return run(arguments, scratch);
 }
 
@@ -285,7 +274,7 @@ TEST_CASE("interrupt: nw_regression stops at an epoch and draws the state reache
   const attograd::testing::Program nw(kNwBinary);
   SECTION("one run") {
     const fs::path out = scratch.path / "pictures";
-    const ScopedInterrupt interrupt("TERM@7");
+    const attograd::testing::ScopedInterrupt interrupt("TERM@7");
     const Run cut = nw({"--epochs", "50", "--out", out.string()}, scratch.path);
     INFO("stdout: " << cut.out << "\nstderr: " << cut.err);
     CHECK(cut.status == 143);
@@ -297,7 +286,7 @@ TEST_CASE("interrupt: nw_regression stops at an epoch and draws the state reache
     }
   }
   SECTION("many seeds") {
-    const ScopedInterrupt interrupt("INT@2");
+    const attograd::testing::ScopedInterrupt interrupt("INT@2");
     const Run cut = nw({"--seeds", "5", "--epochs", "5"}, scratch.path);
     INFO("stdout: " << cut.out << "\nstderr: " << cut.err);
     CHECK(cut.status == 130);
@@ -308,7 +297,7 @@ TEST_CASE("interrupt: nw_regression stops at an epoch and draws the state reache
     const fs::path out = scratch.path / "pictures";
     REQUIRE(nw({"--epochs", "3", "--out", out.string()}, scratch.path).status == 0);
     const std::string before = read_file(out / "nw_loss.svg");
-    const ScopedInterrupt interrupt("INT@2,again");
+    const attograd::testing::ScopedInterrupt interrupt("INT@2,again");
     const Run cut = nw({"--epochs", "50", "--out", out.string()}, scratch.path);
     CHECK(cut.status == 130);
     CHECK(read_file(out / "nw_loss.svg") == before);

@@ -138,6 +138,23 @@ TEST_CASE("GPT: each step through the KV cache gives the logits of recomputing t
   }
 }
 
+TEST_CASE("GPT: from 128 positions attention runs fused, with the composed path's logits",
+          "[gpt]") {
+  Generator generator(6);
+  GPT model(GPTOptions(11).block_size(140).n_layer(1).n_head(2).n_embd(16), generator);
+  std::vector<int64_t> ids(130);
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = int64_t((i * 7 + 3) % 11);
+  const NoGradGuard no_grad;
+  const Tensor fused = model.forward(ids, 1, 130);
+  model.keep_attention_weights(true);  // the maps need the weights: the composed path
+  const Tensor composed = model.forward(ids, 1, 130);
+  model.keep_attention_weights(false);
+  CHECK(model.attention_weights()[0].shape() == Shape{1, 2, 130, 130});
+  // The same softmax(q kᵀ/√d) v; the fused kernel's exponentials and sums
+  // in another order (docs/attention_kernel.md): float rounding apart.
+  CHECK(largest_difference(fused, composed) < 1e-4);
+}
+
 TEST_CASE("GPT: bad options and inputs are refused with the option named", "[gpt]") {
   CHECK_THROWS_WITH(GPT(GPTOptions(10).n_head(3).n_embd(8)),
                     Catch::Matchers::Contains("n_head 3 does not divide n_embd 8"));

@@ -139,4 +139,16 @@ class Program {
   std::filesystem::path binary_;
 };
 
+// Sets ATTOGRAD_TEST_INTERRUPT (examples/common/interrupt.hpp) for the
+// programs this scope runs: they raise that signal to themselves at a step.
+class ScopedInterrupt {
+ public:
+  explicit ScopedInterrupt(const std::string& value) {
+    ::setenv("ATTOGRAD_TEST_INTERRUPT", value.c_str(), 1);
+  }
+  ~ScopedInterrupt() { ::unsetenv("ATTOGRAD_TEST_INTERRUPT"); }
+  ScopedInterrupt(const ScopedInterrupt&) = delete;
+  ScopedInterrupt& operator=(const ScopedInterrupt&) = delete;
+};
+
 }  // namespace attograd::testing
