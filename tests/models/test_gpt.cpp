@@ -124,13 +124,15 @@ TEST_CASE("GPT: each step through the KV cache gives the logits of recomputing t
     CHECK(cache.length == 12);
     CHECK_THROWS_WITH(model.step(1, cache), Catch::Matchers::Contains("all filled"));
     // prefill reads a prefix in one pass: the logits of the whole forward's
-    // last row to the bit (the same ops), and the steps after it continue.
+    // last row (the same ops but the head's product of one row, not six:
+    // equal sums by design, allowed float rounding on every dispatch), and
+    // the steps after it continue.
     gpt::KVCache filled = model.new_cache();
     const std::vector<int64_t> prefix(ids.begin(), ids.begin() + 6);
     const Tensor after_prefix = model.prefill(prefix, filled);
     CHECK(filled.length == 6);
     CHECK(largest_difference(after_prefix,
-                             reshape(select(model.forward(prefix, 1, 6), 1, 5), {13})) == 0);
+                             reshape(select(model.forward(prefix, 1, 6), 1, 5), {13})) < 1e-6);
     const Tensor next = model.step(ids[6], filled);
     const std::vector<int64_t> seven(ids.begin(), ids.begin() + 7);
     CHECK(largest_difference(next, reshape(select(model.forward(seven, 1, 7), 1, 6), {13})) < 1e-5);
