@@ -63,8 +63,9 @@ std::string sample_text() {
 fs::path tiny_gpt(const TemporaryFolder& scratch) {
   write_file(scratch.path / "small.txt", sample_text());
   const ProgramRun trained =
-      gpt_program({"train", "--data", "small.txt", "--out", "run", "--iters", "20", "--layers", "1",
-                   "--heads", "2", "--embd", "16", "--block", "16", "--batch", "4"},
+      gpt_program({"train", "--data", (scratch.path / "small.txt").string(), "--out",
+                   (scratch.path / "run").string(), "--iters", "20", "--layers", "1", "--heads",
+                   "2", "--embd", "16", "--block", "16", "--batch", "4"},
                   scratch.path);
   INFO(trained.err);
   REQUIRE(trained.status == 0);
