@@ -316,16 +316,27 @@ TEST_CASE("torch_gpt: bad GPT bundles, checkpoints and flags are refused in one 
        "config recipe is 'llama' beside a 'model' state dict"},
       {"del b['characters']", "lacks characters; expected the GPT layout"},
   };
+  // One Python run writes bad0.pt, bad1.pt, …; from-torch and sample take
+  // turns refusing them (both check a bundle through the same gpt_bundle and
+  // gpt_model before anything else), each in a process of its own.
+  nlohmann::json codes = nlohmann::json::array();
+  for (const auto& edit : edits) codes.push_back(edit.first);
+  python_code(
+      "for i, code in enumerate(json.loads(sys.argv[2])):\n"
+      "    b = torch.load(sys.argv[1], weights_only=True)\n"
+      "    exec(code)\n"
+      "    torch.save(b, f'{sys.argv[3]}/bad{i}.pt')",
+      {bundle.string(), codes.dump(), scratch.path.string()}, scratch);
   Refusals refusals;
+  std::vector<std::string> outputs;
   for (size_t i = 0; i < edits.size(); ++i) {
-    const fs::path bad = scratch.path / fmt::format("bad{}.pt", i);
-    python_code("b = torch.load(sys.argv[1], weights_only=True)\n" + edits[i].first +
-                    "\ntorch.save(b, sys.argv[2])",
-                {bundle.string(), bad.string()}, scratch);
-    const std::string out = (scratch.path / fmt::format("bad{}.safetensors", i)).string();
-    refusals.push_back({{"from-torch", bad.string(), out}, edits[i].second});
-    refusals.push_back({{"sample", bad.string()}, edits[i].second});
-    CHECK(!fs::exists(out));
+    const std::string bad = (scratch.path / fmt::format("bad{}.pt", i)).string();
+    outputs.push_back((scratch.path / fmt::format("bad{}.safetensors", i)).string());
+    if (i % 2 == 0) {
+      refusals.push_back({{"from-torch", bad, outputs.back()}, edits[i].second});
+    } else {
+      refusals.push_back({{"sample", bad}, edits[i].second});
+    }
   }
   // A checkpoint whose sizes were edited, a prompt outside the characters,
   // a translation bundle where a GPT's is wanted, flags out of range.
@@ -347,6 +358,7 @@ TEST_CASE("torch_gpt: bad GPT bundles, checkpoints and flags are refused in one 
       {{"sample", bundle.string(), "--temperature", "0"}, "0 is outside [0.001, 100]"});
   require_refusals(kBridge, refusals, scratch);
   CHECK(!fs::exists(scratch.path / "e.pt"));
+  for (const std::string& out : outputs) CHECK(!fs::exists(out));
 
   // The fine-tune checks the bundle and its text before any process starts.
   const fs::path bad_text = scratch.path / "other.txt";
