@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Move a translation model between attograd and PyTorch (docs/pytorch.md).
+"""Move a translation model or the character GPT between attograd and PyTorch
+(docs/pytorch.md).
 
   torch_bridge.py to-torch CHECKPOINT OUT.pt
       An attograd checkpoint of `translate train` (any recipe) becomes
@@ -936,6 +937,9 @@ def from_torch(source, out, data_path, paths):
 
 def translate(source):
     bundle = load_bundle(source)
+    if is_gpt_bundle(bundle):
+        raise BridgeError(f"{shown(source, 300)}: a GPT bundle, not a translator; continue text "
+                          "with `torch_bridge.py sample`")
     recipe, config = bundle_recipe(bundle, source)
     if recipe != "tutorial":
         return recipe_translate(bundle, config, source)
@@ -1177,7 +1181,8 @@ def gpt_sample(source, arguments):
     from attograd_random import Generator
     ids = torch_models.gpt_sample(model, prompt, arguments.tokens, arguments.temperature,
                                   arguments.top_k, arguments.seed, Generator)
-    sys.stdout.write(arguments.prompt + "".join(characters[i] for i in ids) + "\n")
+    text = arguments.prompt + "".join(characters[i] for i in ids) + "\n"
+    sys.stdout.buffer.write(text.encode("utf-8"))  # UTF-8 whatever the locale, as `gpt sample`
 
 
 def bounded(kind, low, high):

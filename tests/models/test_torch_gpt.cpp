@@ -354,6 +354,7 @@ TEST_CASE("torch_gpt: bad GPT bundles, checkpoints and flags are refused in one 
       {{"sample", bundle.string(), "--prompt", "le zèbre"},
        "--prompt: character 4 'z' is not in the model's vocabulary of 19 characters"});
   refusals.push_back({{"sample", bundle.string(), "--tokens", "0"}, "0 is outside [1, 1000000]"});
+  refusals.push_back({{"translate", bundle.string()}, "a GPT bundle, not a translator"});
   refusals.push_back(
       {{"sample", bundle.string(), "--temperature", "0"}, "0 is outside [0.001, 100]"});
   require_refusals(kBridge, refusals, scratch);
