@@ -1044,7 +1044,8 @@ def gpt_model(state, config, path):
     claiming huge sizes beside small tensors allocates nothing), in eval mode."""
     where = shown(path, 300)
     if not isinstance(state, dict) or not all(
-            isinstance(name, str) and isinstance(value, torch.Tensor) for name, value in state.items()):
+            isinstance(name, str) and isinstance(value, torch.Tensor)
+            for name, value in state.items()):
         raise BridgeError(f"{where}: 'model' is not a state dict (names to tensors)")
     expected = gpt_names(config)
     for name, shape in expected.items():

@@ -502,7 +502,8 @@ def prepare(arguments):
         # Every tensor its own storage: mp.spawn passes a shared storage (the
         # tied head, a slice of the text) as one descriptor per tensor, twice
         # over, which Python refuses ("bad value(s) in fds_to_keep").
-        bundle = dict(bundle, model={name: value.clone() for name, value in bundle["model"].items()})
+        bundle = dict(bundle, model={name: value.clone()
+                                     for name, value in bundle["model"].items()})
         return job_of(arguments, bundle, config, arrays)
     recipe, config = torch_bridge.bundle_recipe(bundle, arguments.source)
     if recipe not in torch_bridge.RECIPE_SIZES:
