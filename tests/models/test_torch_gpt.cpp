@@ -23,6 +23,7 @@
 #include "attograd.hpp"
 #include "models/gpt/char_data.hpp"
 #include "models/gpt/gpt.hpp"
+#include "nn/init.hpp"
 #include "nn/safetensors.hpp"
 #include "tests/support/program.hpp"
 #include "tests/support/python.hpp"
@@ -290,7 +291,8 @@ TEST_CASE("torch_finetune: a GPT on 2 processes; from-torch of the result sample
   CHECK(ours != gpt_sample(checkpoint, flags, scratch));  // the weights moved
 }
 
-TEST_CASE("torch_gpt: bad GPT bundles, checkpoints and flags are refused in one line", "[torch]") {
+TEST_CASE("torch_gpt: nine damaged GPT bundles are refused in one line, nothing written",
+          "[torch]") {
   if (!torch_installed() || !kFloatBuild) return;
   const TemporaryFolder scratch("attograd_torch_gpt");
   const fs::path checkpoint = tiny_gpt(scratch);
@@ -338,6 +340,18 @@ TEST_CASE("torch_gpt: bad GPT bundles, checkpoints and flags are refused in one 
       refusals.push_back({{"sample", bad}, edits[i].second});
     }
   }
+  require_refusals(kBridge, refusals, scratch);
+  for (const std::string& out : outputs) CHECK(!fs::exists(out));
+}
+
+TEST_CASE("torch_gpt: a bad checkpoint, prompt, flag, text or output path is refused in one line",
+          "[torch]") {
+  if (!torch_installed() || !kFloatBuild) return;
+  const TemporaryFolder scratch("attograd_torch_gpt");
+  const fs::path checkpoint = tiny_gpt(scratch);
+  const fs::path bundle = to_torch(checkpoint, scratch);
+  const std::string text = (scratch.path / "small.txt").string();
+  Refusals refusals;
   // A checkpoint whose sizes were edited, a prompt outside the characters,
   // a translation bundle where a GPT's is wanted, flags out of range.
   const fs::path edited = scratch.path / "edited.safetensors";
@@ -357,21 +371,88 @@ TEST_CASE("torch_gpt: bad GPT bundles, checkpoints and flags are refused in one 
   refusals.push_back({{"translate", bundle.string()}, "a GPT bundle, not a translator"});
   refusals.push_back(
       {{"sample", bundle.string(), "--temperature", "0"}, "0 is outside [0.001, 100]"});
+  // No output replaces an input: the text the checkpoint (and so the bundle) names.
+  refusals.push_back({{"to-torch", checkpoint.string(), text},
+                      "OUT '" + text + "' is an input (the data file CHECKPOINT names)"});
+  refusals.push_back({{"from-torch", bundle.string(), text},
+                      "OUT '" + text + "' is an input (the data file SOURCE names)"});
   require_refusals(kBridge, refusals, scratch);
   CHECK(!fs::exists(scratch.path / "e.pt"));
-  for (const std::string& out : outputs) CHECK(!fs::exists(out));
+  CHECK(read_file(text) == sample_text());
 
-  // The fine-tune checks the bundle and its text before any process starts.
+  // The fine-tune checks its paths and the text before any process starts.
   const fs::path bad_text = scratch.path / "other.txt";
   write_file(bad_text, sample_text() + "xyz");
   require_refusals(
       kFinetune,
-      {{{(scratch.path / "bad0.pt").string(), (scratch.path / "t.pt").string()},
-        "lm_head.weight differs from transformer.wte.weight"},
+      {{{bundle.string(), text}, "OUT '" + text + "' is an input (the data file SOURCE names)"},
        {{bundle.string(), (scratch.path / "t.pt").string(), "--data", bad_text.string()},
         "character 3067 'x' is not in the model's vocabulary of 19 characters"}},
       scratch);
   CHECK(!fs::exists(scratch.path / "t.pt"));
+  CHECK(read_file(text) == sample_text());
+}
+
+TEST_CASE("torch_gpt: a GPT with biases has nanoGPT's bias names and logits, and stays in PyTorch",
+          "[torch]") {
+  if (!torch_installed() || !kFloatBuild) return;
+  const TemporaryFolder scratch("attograd_torch_gpt");
+  const fs::path trained = tiny_gpt(scratch);
+  // attograd's GPT with bias(true), saved with the trained one's gpt.* entries.
+  const nn::Metadata metadata = nn::read_metadata(trained);
+  const gpt::Vocabulary vocabulary(
+      gpt::char_text(metadata.at("gpt.vocabulary"), "the vocabulary").characters);
+  Generator generator(5);
+  gpt::GPT model(
+      gpt::GPTOptions(vocabulary.size()).block_size(16).n_layer(1).n_head(2).n_embd(16).bias(true),
+      generator);
+  for (auto& named : model.named_parameters()) {  // the biases and norms away from 0 and 1
+    if (named.second.dim() == 1) nn::normal_(named.second, 0.1, 0.3, generator);
+  }
+  nn::Metadata entries;
+  for (const auto& [key, value] : metadata) {
+    if (key.rfind("gpt.", 0) == 0) entries[key] = value;
+  }
+  const fs::path checkpoint = scratch.path / "bias.safetensors";
+  nn::save(model, checkpoint, entries);
+  const fs::path bundle = to_torch(checkpoint, scratch);
+
+  std::vector<int64_t> ids = vocabulary.encode(gpt::char_text(sample_text(), "text").characters);
+  ids.resize(16);
+  const nn::EvalModeGuard eval_mode(model);
+  const NoGradGuard no_grad;
+  const std::vector<real> ours = model.forward(ids, 1, 16).to_vector();
+  const ProgramRun theirs_run = python_code(
+      "import torch_models\n"
+      "b = torch.load(sys.argv[1], weights_only=True); c = json.loads(b['config'])\n"
+      "m = torch_models.GPT(c); m.load_state_dict(b['model'], strict=True); m.eval()\n"
+      "with torch.no_grad(): z = m(torch.tensor([json.loads(sys.argv[2])]))\n"
+      "print(json.dumps({'bias': c['bias'], 'names': [n for n in b['model'] if "
+      "n.endswith('.bias')], 'logits': z.reshape(-1).tolist()}))",
+      {bundle.string(), nlohmann::json(ids).dump()}, scratch);
+  const nlohmann::json theirs = nlohmann::json::parse(theirs_run.out);
+  CHECK(theirs["bias"] == true);
+  CHECK(theirs["names"] ==
+        nlohmann::json({"transformer.h.0.ln_1.bias", "transformer.h.0.attn.c_attn.bias",
+                        "transformer.h.0.attn.c_proj.bias", "transformer.h.0.ln_2.bias",
+                        "transformer.h.0.mlp.c_fc.bias", "transformer.h.0.mlp.c_proj.bias",
+                        "transformer.ln_f.bias"}));
+  const std::vector<double> logits = theirs["logits"];
+  REQUIRE(logits.size() == ours.size());
+  double largest = 0;
+  for (size_t i = 0; i < ours.size(); ++i) {
+    largest = std::max(largest, std::abs(double(ours[i]) - logits[i]));
+  }
+  INFO("largest difference " << largest);
+  CHECK(largest <= 1e-5);
+  // `gpt` builds the bias-free GPT: from-torch says so and writes nothing.
+  const fs::path back = scratch.path / "back.safetensors";
+  require_refusals(
+      kBridge,
+      {{{"from-torch", bundle.string(), back.string()},
+        "a GPT with biases (config bias true); `gpt` builds nanoGPT's bias=False GPT"}},
+      scratch);
+  CHECK(!fs::exists(back));
 }
 
 }  // namespace test_torch_gpt
