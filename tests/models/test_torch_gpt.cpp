@@ -3,7 +3,9 @@
 // PyTorch (nanoGPT's names, the head tied) → attograd bit for bit; PyTorch's
 // logits equal attograd's (within 1e-5); the bridge's `sample` prints what
 // `gpt sample` prints for the same seed; a two-process DistributedDataParallel
-// fine-tune comes back to `gpt sample`; bad bundles are one line. Each case
+// fine-tune comes back to `gpt sample`; a GPT with biases keeps nanoGPT's
+// bias names and attograd's logits; bad bundles, checkpoints, flags, texts
+// and output paths are one line. Each case
 // trains its own tiny GPT (20 iterations, a second at most). Needs
 // /usr/bin/python3 with torch (else "skipped: torch not installed") and the
 // float `gpt` program (in the double test binary the cases return at once).
