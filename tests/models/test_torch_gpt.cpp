@@ -5,10 +5,10 @@
 // `gpt sample` prints for the same seed; a two-process DistributedDataParallel
 // fine-tune comes back to `gpt sample`; a GPT with biases keeps nanoGPT's
 // bias names and attograd's logits; bad bundles, checkpoints, flags, texts
-// and output paths are one line. Each case
-// trains its own tiny GPT (20 iterations, a second at most). Needs
-// /usr/bin/python3 with torch (else "skipped: torch not installed") and the
-// float `gpt` program (in the double test binary the cases return at once).
+// and output paths are one line. Each case trains its own tiny GPT (20
+// iterations, a second at most). Needs /usr/bin/python3 with torch (else
+// "skipped: torch not installed") and the float `gpt` program (in the double
+// test binary the cases return at once).
 #include <fmt/format.h>
 
 #include <catch2/catch.hpp>
