@@ -509,7 +509,8 @@ def prepare(arguments):
     if recipe not in torch_bridge.RECIPE_SIZES:
         raise BridgeError(f"{shown(arguments.source, 300)}: a {recipe}-recipe bundle; "
                           "torch_finetune.py fine-tunes the batched and transformer recipes "
-                          "(train one with `translate train --recipe transformer`)")
+                          "and the GPT (train one with `translate train --recipe transformer` "
+                          "or `gpt train`)")
     torch_bridge.check_recipe_config(config, arguments.source)
     for key in ("source_words", "target_words"):
         torch_bridge.check_words(bundle[key], key, arguments.source,

@@ -458,3 +458,30 @@ TEST_CASE("torch_gpt: a GPT with biases has nanoGPT's bias names and logits, and
 }
 
 }  // namespace test_torch_gpt
+
+namespace test_torch_gpt {
+
+TEST_CASE("torch_finetune: a GPT job whose process dies mid-run ends in one line, OUT kept",
+          "[torch]") {
+  if (!torch_installed() || !kFloatBuild) return;
+  const TemporaryFolder scratch("attograd_torch_gpt");
+  const fs::path bundle = to_torch(tiny_gpt(scratch), scratch);
+  const fs::path out = scratch.path / "tuned.pt", report = scratch.path / "report.jsonl";
+  write_file(out, "an older fine-tune");
+  // Rank 1 leaves with status 3 after step 2 (the fine-tune's test hook).
+  const ProgramRun run = run_program(
+      "/usr/bin/env",
+      {"ATTOGRAD_TEST_FINETUNE_EXIT=1:2", "/usr/bin/timeout", "--kill-after=10", "120",
+       kPython.string(), kFinetune.string(), bundle.string(), out.string(), "--nproc", "2",
+       "--steps", "4", "--batch", "8", "--report", report.string(), "--timeout", "30"},
+      scratch.path);
+  INFO(run.out);
+  require_one_line_error(run);
+  CHECK(run.err.rfind("error: rank 1 of 2 (process 1 on this machine) ended with exit status 3 "
+                      "before the job finished; the others were stopped and nothing was written",
+                      0) == 0);
+  CHECK(read_file(out) == "an older fine-tune");
+  CHECK_FALSE(fs::exists(report));
+}
+
+}  // namespace test_torch_gpt
