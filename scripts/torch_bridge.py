@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Move a translation model between attograd and PyTorch (docs/pytorch.md).
+"""Move a translation model or the character GPT between attograd and PyTorch
+(docs/pytorch.md).
 
   torch_bridge.py to-torch CHECKPOINT OUT.pt
       An attograd checkpoint of `translate train` (any recipe) becomes
@@ -14,6 +15,16 @@
       line: {"words": [...], "log_prob": ...} (Σ log p of the chosen ids, EOS
       included). Tutorial lines are already normalised words; batched and
       Transformer lines are normalised as `translate` does (d2l's preprocess).
+  torch_bridge.py sample IN.pt [--prompt P --tokens N --temperature T --top-k K --seed S]
+      A GPT bundle continues P in PyTorch and prints what `gpt sample` prints
+      for the same flags: the same window policy and the same draw, one
+      uniform of attograd's Generator(S) per character.
+
+A checkpoint of `gpt train` (metadata gpt.*) becomes
+torch.save({'model': state_dict, 'characters': [...], 'config': '{...}'}),
+the state dict nanoGPT's GPT's (scripts/torch_models.py's GPT: transformer.wte.weight,
+transformer.h.0.attn.c_attn.weight, …, and lm_head.weight, one tensor with
+transformer.wte.weight), config recipe "gpt"; from-torch takes it back.
 
 The state dicts load with strict=True into these classes of
 scripts/torch_models.py:
@@ -781,6 +792,8 @@ def bundle_recipe(bundle, path):
 def to_torch(checkpoint, out, paths):
     tensors, metadata = read_safetensors(checkpoint)
     where = shown(checkpoint, 300)
+    if is_gpt_checkpoint(metadata):
+        return gpt_to_torch(checkpoint, out, tensors, metadata, paths)
     if metadata.get("recipe") in RECIPE_SIZES:
         return recipe_to_torch(checkpoint, out, tensors, metadata, paths)
     if metadata.get("seq2seq.format") != FORMAT:
@@ -859,6 +872,8 @@ def carried_back(extra, key, words, path):
 
 def from_torch(source, out, data_path, paths):
     bundle = load_bundle(source)
+    if is_gpt_bundle(bundle):
+        return gpt_from_torch(source, out, bundle, data_path, paths)
     recipe, config = bundle_recipe(bundle, source)
     if recipe != "tutorial":
         return recipe_from_torch(source, out, bundle, config, data_path, paths)
@@ -922,6 +937,9 @@ def from_torch(source, out, data_path, paths):
 
 def translate(source):
     bundle = load_bundle(source)
+    if is_gpt_bundle(bundle):
+        raise BridgeError(f"{shown(source, 300)}: a GPT bundle, not a translator; continue text "
+                          "with `torch_bridge.py sample`")
     recipe, config = bundle_recipe(bundle, source)
     if recipe != "tutorial":
         return recipe_translate(bundle, config, source)
@@ -938,6 +956,247 @@ def translate(source):
         chosen, log_prob = greedy(encoder, decoder, ids, length)
         print(json.dumps({"words": [bundle["target_words"][i] for i in chosen],
                           "log_prob": log_prob}))
+
+
+# --------------------------------------------------------------- the character GPT
+
+# The bounds `gpt` holds a model to (models/gpt/gpt.cpp's check_options).
+GPT_SIZES = [("block_size", "gpt.block", 1, 4096), ("n_layer", "gpt.layers", 1, 64),
+             ("n_head", "gpt.heads", 1, 64), ("n_embd", "gpt.embd", 1, 8192)]
+MAX_VOCABULARY = 1 << 16
+# Entries from-torch writes when the bundle carries none (a GPT made in PyTorch):
+# what `gpt train --resume` reads besides the sizes.
+GPT_DEFAULTS = {"gpt.column": "-1", "gpt.batch": "12", "gpt.iters": "0", "gpt.seed": "0",
+                "gpt.iteration": "0", "gpt.decay_iters": "0", "gpt.losses": "[]"}
+# The entries the bundle itself holds (the characters and the sizes): not carried.
+GPT_OWN = ("gpt.vocabulary",) + tuple(key for _, key, _, _ in GPT_SIZES)
+
+
+def is_gpt_checkpoint(metadata):
+    return "gpt.vocabulary" in metadata
+
+
+def is_gpt_bundle(bundle):
+    """Whether a loaded bundle claims to be a GPT's: a dict with 'model' and no encoder."""
+    return isinstance(bundle, dict) and "model" in bundle and "encoder" not in bundle
+
+
+def gpt_names(config):
+    """The state-dict names -> shapes of nanoGPT's GPT for `config`,
+    lm_head.weight (tied to transformer.wte.weight) included."""
+    V, T, d = config["vocab_size"], config["block_size"], config["n_embd"]
+    names = {"transformer.wte.weight": (V, d), "transformer.wpe.weight": (T, d)}
+    for i in range(config["n_layer"]):
+        block = f"transformer.h.{i}"
+        for name, shape in (("ln_1", (d,)), ("attn.c_attn", (3 * d, d)), ("attn.c_proj", (d, d)),
+                            ("ln_2", (d,)), ("mlp.c_fc", (4 * d, d)), ("mlp.c_proj", (d, 4 * d))):
+            names[f"{block}.{name}.weight"] = shape
+            if config["bias"]:
+                names[f"{block}.{name}.bias"] = (shape[0],)
+    names["transformer.ln_f.weight"] = (d,)
+    if config["bias"]:
+        names["transformer.ln_f.bias"] = (d,)
+    names["lm_head.weight"] = (V, d)
+    return names
+
+
+def check_characters(characters, path, what):
+    """The rules of gpt::Vocabulary: distinct characters (one code point each,
+    valid UTF-8, no NUL) in code-point order, at most MAX_VOCABULARY."""
+    where = shown(path, 300)
+    if (not isinstance(characters, list) or not characters
+            or not all(isinstance(c, str) and len(c) == 1 for c in characters)):
+        raise BridgeError(f"{where}: {what} is not a non-empty list of one-character strings")
+    if len(characters) > MAX_VOCABULARY:
+        raise BridgeError(f"{where}: {what} has {len(characters)} characters, more than the "
+                          f"{MAX_VOCABULARY} a GPT may have")
+    for index, character in enumerate(characters):
+        if character == "\0" or 0xD800 <= ord(character) <= 0xDFFF:
+            raise BridgeError(f"{where}: {what}[{index}] is {shown(repr(character))}, not a "
+                              "character of UTF-8 text")
+        if index and characters[index - 1] >= character:
+            raise BridgeError(f"{where}: {what} is not distinct characters in code-point order "
+                              f"(at {index}: '{shown(characters[index - 1])}' then "
+                              f"'{shown(character)}'); the file was edited or damaged")
+
+
+def check_gpt_config(config, path, vocabulary):
+    """The sizes of a GPT config, checked as gpt::check_options checks them."""
+    where = shown(path, 300)
+    checked(path, "'config'", config, "vocab_size", "int", 1, MAX_VOCABULARY)
+    if config["vocab_size"] != vocabulary:
+        raise BridgeError(f"{where}: config vocab_size {config['vocab_size']} but "
+                          f"{vocabulary} characters; they must agree")
+    for key, _, low, high in GPT_SIZES:
+        checked(path, "'config'", config, key, "int", low, high)
+    if config["n_embd"] % config["n_head"] != 0:
+        raise BridgeError(f"{where}: config n_head {config['n_head']} does not divide n_embd "
+                          f"{config['n_embd']}")
+    checked(path, "'config'", config, "bias", "bool")
+    dropout = checked(path, "'config'", config, "dropout", "number", 0, 1)
+    if dropout >= 1:
+        raise BridgeError(f"{where}: config dropout is {dropout}, not in [0, 1)")
+
+
+def gpt_model(state, config, path):
+    """nanoGPT's GPT of a checked config, `state` (names -> tensors) loaded with
+    strict=True after its names, shapes and values are checked (so a config
+    claiming huge sizes beside small tensors allocates nothing), in eval mode."""
+    where = shown(path, 300)
+    if not isinstance(state, dict) or not all(
+            isinstance(name, str) and isinstance(value, torch.Tensor)
+            for name, value in state.items()):
+        raise BridgeError(f"{where}: 'model' is not a state dict (names to tensors)")
+    expected = gpt_names(config)
+    for name, shape in expected.items():
+        found = state.get(name)
+        if found is None or tuple(found.shape) != shape:
+            raise BridgeError(f"{where}: model tensor '{name}' is "
+                              f"{'missing' if found is None else list(found.shape)}; the config "
+                              f"and the characters make it {list(shape)}")
+    for name, value in state.items():
+        if name not in expected:
+            raise BridgeError(f"{where}: model tensor '{shown(name)}' is not one of nanoGPT's "
+                              f"GPT{' with bias' if config['bias'] else ' (bias=False)'} "
+                              "(scripts/torch_models.py)")
+        if not value.is_floating_point():
+            raise BridgeError(f"{where}: model tensor '{shown(name)}' holds {value.dtype}, not "
+                              "floating-point numbers")
+        if not bool(torch.isfinite(value).all()):
+            raise BridgeError(f"{where}: model tensor '{shown(name)}' holds a NaN or an infinity; "
+                              "the model diverged: use an earlier checkpoint")
+    if not torch.equal(state["lm_head.weight"], state["transformer.wte.weight"]):
+        raise BridgeError(f"{where}: lm_head.weight differs from transformer.wte.weight; the "
+                          "GPT's head is tied to its embedding (one tensor), as nanoGPT's is")
+    model = torch_models.GPT(config)
+    load_strictly(model, state, "the model state dict", "GPT's", path)
+    return model.eval()
+
+
+def gpt_bundle(bundle, path):
+    """(config, characters) of a checked GPT bundle."""
+    where = shown(path, 300)
+    missing = [key for key in ("model", "characters", "config") if key not in bundle]
+    if missing:
+        raise BridgeError(f"{where}: lacks {', '.join(missing)}; expected the GPT layout "
+                          "to-torch writes (docs/pytorch.md)")
+    config = json_object(bundle["config"], path, "'config'")
+    if config.get("recipe") != "gpt":
+        raise BridgeError(f"{where}: config recipe is '{shown(config.get('recipe'))}' beside a "
+                          "'model' state dict; a GPT bundle's is 'gpt'")
+    check_characters(bundle["characters"], path, "characters")
+    check_gpt_config(config, path, len(bundle["characters"]))
+    return config, bundle["characters"]
+
+
+def gpt_to_torch(checkpoint, out, tensors, metadata, paths):
+    where = shown(checkpoint, 300)
+    characters = list(metadata["gpt.vocabulary"])
+    check_characters(characters, checkpoint, "the checkpoint's gpt.vocabulary")
+    config = {"recipe": "gpt", "vocab_size": len(characters)}
+    for key, entry, low, high in GPT_SIZES:
+        config[key] = metadata_int(metadata, entry, checkpoint, low, high)
+    config["bias"] = "transformer.ln_f.bias" in tensors
+    config["dropout"] = 0.0
+    check_gpt_config(config, checkpoint, len(characters))
+    config["attograd"] = {"metadata": {key: value for key, value in metadata.items()
+                                       if key.startswith("gpt.") and key not in GPT_OWN}}
+    state = {}
+    for name, tensor in tensors.items():
+        if not name.startswith("optimizer."):  # AdamW's state stays behind
+            state[name] = tensor
+    if "transformer.wte.weight" not in state:
+        raise BridgeError(f"{where}: tensor 'transformer.wte.weight' is missing; was it written "
+                          "by `gpt train`?")
+    state["lm_head.weight"] = state["transformer.wte.weight"]
+    model = gpt_model(state, config, checkpoint)  # proves the layout: strict=True
+    bundle = {"model": model.state_dict(), "characters": characters,
+              "config": json.dumps(config)}
+    paths.reads("the data file CHECKPOINT names", metadata.get("gpt.data")).check()
+    buffer = io.BytesIO()
+    torch.save(bundle, buffer)  # into memory: torch.save onto a full disk aborts the process
+    write_atomic(out, buffer.getvalue())
+    print(f"wrote {shown(out, 300)}: nanoGPT's GPT state dict ({config['n_layer']} layers, "
+          f"{config['n_head']} heads, n_embd {config['n_embd']}, block {config['block_size']}, "
+          f"{len(characters)} characters; lm_head.weight tied to transformer.wte.weight)")
+
+
+def gpt_metadata(config, characters, path, data_path):
+    """The gpt.* entries of a checkpoint `gpt sample` (and `gpt train
+    --resume`'s reader) takes, from the bundle's config."""
+    where = shown(path, 300)
+    extra = config.get("attograd", {})
+    entries = extra.get("metadata", {}) if isinstance(extra, dict) else None
+    if not isinstance(entries, dict) or not all(
+            isinstance(key, str) and key.startswith("gpt.") and key not in GPT_OWN
+            and isinstance(value, str) for key, value in entries.items()):
+        raise BridgeError(f"{where}: config.attograd.metadata is not an object of gpt.* strings "
+                          "(without the vocabulary and sizes, which the bundle holds)")
+    metadata = {"gpt.data": data_path, **GPT_DEFAULTS, **entries}
+    if data_path == "data/eng-fra.tsv" and "gpt.data" not in entries:
+        metadata["gpt.column"] = "1"  # `gpt train`'s default text: the French side
+    metadata["gpt.vocabulary"] = "".join(characters)
+    for key, entry, _, _ in GPT_SIZES:
+        metadata[entry] = str(config[key])
+    return dict(sorted(metadata.items()))
+
+
+def gpt_from_torch(source, out, bundle, data_path, paths):
+    config, characters = gpt_bundle(bundle, source)
+    if config["bias"]:
+        raise BridgeError(f"{shown(source, 300)}: a GPT with biases (config bias true); `gpt` "
+                          "builds nanoGPT's bias=False GPT, so train it with bias=False")
+    model = gpt_model(bundle["model"], config, source)
+    metadata = gpt_metadata(config, characters, source, data_path)
+    tensors = {name: value for name, value in model.state_dict().items()
+               if name != "lm_head.weight"}  # attograd's head is wte itself
+    paths.reads("the data file SOURCE names", metadata["gpt.data"]).check()
+    write_safetensors(out, tensors, metadata)
+    print(f"wrote {shown(out, 300)}: {len(tensors)} tensors, a GPT for `gpt sample`")
+
+
+def gpt_encode(text, characters, what):
+    """The ids of `text`'s characters, as gpt::Vocabulary::encode (1-based position in errors)."""
+    index = {character: i for i, character in enumerate(characters)}
+    ids = []
+    for position, character in enumerate(text, start=1):
+        if character not in index:
+            raise BridgeError(f"{what}: character {position} '{shown(character)}' is not in the "
+                              f"model's vocabulary of {len(characters)} characters; use only "
+                              "characters of the training text")
+        ids.append(index[character])
+    return ids
+
+
+def gpt_sample(source, arguments):
+    bundle = load_bundle(source)
+    if not is_gpt_bundle(bundle):
+        raise BridgeError(f"{shown(source, 300)}: not a GPT bundle (no 'model' state dict); "
+                          "`sample` continues text with a GPT: make one with to-torch of a "
+                          "`gpt train` checkpoint")
+    config, characters = gpt_bundle(bundle, source)
+    model = gpt_model(bundle["model"], config, source)
+    prompt = gpt_encode(arguments.prompt, characters, "--prompt")
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench",
+                                    "reference"))
+    from attograd_random import Generator
+    ids = torch_models.gpt_sample(model, prompt, arguments.tokens, arguments.temperature,
+                                  arguments.top_k, arguments.seed, Generator)
+    text = arguments.prompt + "".join(characters[i] for i in ids) + "\n"
+    sys.stdout.buffer.write(text.encode("utf-8"))  # UTF-8 whatever the locale, as `gpt sample`
+
+
+def bounded(kind, low, high):
+    """An argparse type: a `kind` number in [low, high]."""
+    def parse(text):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"'{shown(text, 60)}' is not a number") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{shown(text, 60)} is outside [{low}, {high}]")
+        return value
+    return parse
 
 
 class Parser(argparse.ArgumentParser):
@@ -964,6 +1223,19 @@ def main(argv):
                               "not name them (default: data/eng-fra.tsv)")
     command = commands.add_parser("translate", help="greedy translation of stdin in PyTorch")
     command.add_argument("source", metavar="SOURCE")
+    command = commands.add_parser("sample", help="a GPT bundle continues --prompt in PyTorch, "
+                                                 "as `gpt sample` does")
+    command.add_argument("source", metavar="SOURCE")
+    # `gpt sample`'s flags, defaults and bounds (examples/gpt/gpt_commands.cpp).
+    command.add_argument("--prompt", default="\n", help="text to continue (default: a newline)")
+    command.add_argument("--tokens", type=bounded(int, 1, 1_000_000), default=500,
+                         help="characters to add (default 500)")
+    command.add_argument("--temperature", type=bounded(float, 1e-3, 100), default=0.8,
+                         help="softmax temperature (default 0.8)")
+    command.add_argument("--top-k", type=bounded(int, 0, 1 << 16), default=200,
+                         help="draw from the K likeliest characters, 0 all (default 200)")
+    command.add_argument("--seed", type=bounded(int, 0, 2 ** 63 - 1), default=1337,
+                         help="seed of the draws (default 1337)")
     arguments = parser.parse_args(argv)
     try:
         # The paths first, then PyTorch: a wrong one is refused at once. The
@@ -985,6 +1257,8 @@ def main(argv):
             to_torch(arguments.checkpoint, arguments.out, paths)
         elif arguments.command == "from-torch":
             from_torch(arguments.source, arguments.out, arguments.data, paths)
+        elif arguments.command == "sample":
+            gpt_sample(arguments.source, arguments)
         else:
             translate(arguments.source)
     except (BridgeError, PathsClash) as error:

@@ -7,9 +7,18 @@
                     [--timeout SECONDS]
 
 SOURCE is a bundle of `torch_bridge.py to-torch` for the batched or the
-Transformer recipe; OUT is the same bundle with the fine-tuned weights,
-which `torch_bridge.py from-torch` turns back into a checkpoint for
-`translate translate` and `translate eval` (docs/pytorch.md walks through it).
+Transformer recipe, or for the character GPT; OUT is the same bundle with
+the fine-tuned weights, which `torch_bridge.py from-torch` turns back into a
+checkpoint for `translate translate` and `translate eval`, or for `gpt sample`
+(docs/pytorch.md walks through it).
+
+A GPT bundle trains on the text the checkpoint names (gpt.data and
+gpt.column, as `gpt train` read it; --data PATH a plain UTF-8 text instead),
+split 90/10 as `gpt train` splits it: each step draws --batch random windows
+of block_size + 1 characters from the first 90 % (the same offsets in every
+process, its rank-th share each), the loss is the mean next-character
+cross-entropy, and the report's loss before and after is over the last 10 %'s
+consecutive windows. Every character of the text must be in the bundle's.
 
 The run: N processes on this machine (torch.multiprocessing), joined by the
 gloo backend over TCP on 127.0.0.1 and a free port. Every process builds the
@@ -132,6 +141,94 @@ def digest(model):
     return hasher.hexdigest()
 
 
+# --------------------------------------------------------------- the character GPT
+
+def read_gpt_text(path, column, characters):
+    """The ids of a text as `gpt train` reads it (models/gpt/char_data.cpp): a
+    UTF-8 file, or with column ≥ 0 that tab-separated column of each non-empty
+    line, each followed by a newline; every character in the model's vocabulary."""
+    data = torch_bridge.read_regular(path, "text file")
+    if not data:
+        raise BridgeError(f"{shown(path, 300)}: empty; pass the text the GPT was trained on")
+    nul = data.find(b"\0")
+    if nul >= 0:
+        raise BridgeError(f"{shown(path, 300)}: holds a NUL byte at byte {nul}: a "
+                          "binary file, not text; pass the text the GPT was trained on")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise BridgeError(f"{shown(path, 300)}: not UTF-8 at byte {error.start}; pass the text "
+                          "the GPT was trained on") from None
+    if column >= 0:
+        lines = []
+        for line in text.split("\n"):
+            line = line[:-1] if line.endswith("\r") else line
+            fields = line.split("\t")
+            if line and column < len(fields):
+                lines.append(fields[column] + "\n")
+        text = "".join(lines)
+    return torch_bridge.gpt_encode(text, characters, shown(path, 300))
+
+
+def gpt_windows(ids, offsets, block):
+    """(inputs, targets), (W,T) each: the windows at `offsets` and the same one id later."""
+    inputs = torch.stack([ids[o:o + block] for o in offsets.tolist()])
+    targets = torch.stack([ids[o + 1:o + block + 1] for o in offsets.tolist()])
+    return inputs, targets
+
+
+def gpt_loss(model, inputs, targets):
+    """The mean next-character cross-entropy of (W,T) windows."""
+    logits = model(inputs)
+    return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]),
+                                             targets.reshape(-1))
+
+
+def gpt_full_loss(model, arrays):
+    """The mean loss over the validation windows of char_data's window_offsets:
+    consecutive, T inputs each, while j·T + T + 1 ≤ size."""
+    _, validation, block = arrays
+    offsets = torch.arange(0, validation.numel() - block, block)
+    model.eval()
+    with torch.no_grad():
+        loss = float(gpt_loss(model, *gpt_windows(validation, offsets, block)))
+    model.train()
+    return loss
+
+
+def prepare_gpt(arguments, bundle):
+    """prepare() for a GPT bundle: its text split 90/10 as `gpt train` splits it."""
+    source = arguments.source
+    config, characters = torch_bridge.gpt_bundle(bundle, source)
+    torch_bridge.gpt_model(bundle["model"], config, source)  # strict=True, before spawning
+    carried = config.get("attograd", {}).get("metadata", {})
+    if not isinstance(carried, dict):
+        carried = {}
+    named = carried.get("gpt.data") if isinstance(carried.get("gpt.data"), str) else None
+    data = arguments.data or named or "data/eng-fra.tsv"
+    if arguments.data:
+        column = -1
+    elif named:
+        text = carried.get("gpt.column", "-1")
+        column = int(text) if text.lstrip("-").isdigit() and int(text) >= -1 else -1
+    else:
+        column = 1  # `gpt train`'s default: the French side
+    paths = PathsApart().reads("SOURCE", source).reads("--data", arguments.data)
+    paths.reads("the data file SOURCE names", named)
+    if not arguments.data and not named:
+        paths.reads("--data (its default)", data)
+    paths.writes("OUT", arguments.out).writes("--report", arguments.report).check()
+    ids = torch.tensor(read_gpt_text(data, column, characters))
+    block = config["block_size"]
+    train = ids[:int(0.9 * ids.numel())].clone()
+    validation = ids[int(0.9 * ids.numel()):].clone()
+    if train.numel() <= block or validation.numel() < block + 1:
+        raise BridgeError(f"{shown(data, 300)}: {ids.numel()} characters: its 90 % and 10 % "
+                          f"must each hold a window of block {block} + 1; pass a text of at "
+                          f"least {10 * (block + 1)} characters")
+    return config, (train, validation, block)
+
+
 def use_torch():
     global torch
     torch = torch_bridge.import_torch()
@@ -228,22 +325,37 @@ def train(rank, world, job, progress):
     progress["peers"] = peers
 
     bundle, config = job["bundle"], job["config"]
-    model = torch_bridge.recipe_model(bundle, config, job["source"]).train()
+    gpt = config["recipe"] == "gpt"
+    if gpt:
+        model = torch_bridge.gpt_model(bundle["model"], config, job["source"]).train()
+    else:
+        model = torch_bridge.recipe_model(bundle, config, job["source"]).train()
     torch.manual_seed(job["seed"] * 1000 + rank)  # each process its own dropout
     ddp = DistributedDataParallel(model)
     optimizer = torch.optim.Adam(ddp.parameters(), lr=job["lr"])
-    source, source_lens, target, target_lens = job["arrays"]
     order = torch.Generator().manual_seed(job["seed"])  # the same batches in every process
     report = []
     leave = os.environ.get(TEST_EXIT_VARIABLE, "")
+    measure = gpt_full_loss if gpt else full_loss
     if rank == 0:
-        report.append(("before", full_loss(model, job["arrays"])))
+        report.append(("before", measure(model, job["arrays"])))
     for step in range(1, job["steps"] + 1):
-        batch = torch.randperm(source.shape[0], generator=order)[:job["batch"]]
-        mine = batch[rank::world]
-        if mine.numel() == 0:  # more processes than pairs in the batch
-            mine = batch[:1]
-        loss = masked_loss(ddp, source[mine], source_lens[mine], target[mine], target_lens[mine])
+        if gpt:  # --batch random windows of the training text, the rank-th share each
+            train_ids, _, block = job["arrays"]
+            offsets = torch.randint(0, train_ids.numel() - block, (job["batch"],),
+                                    generator=order)
+            mine = offsets[rank::world]
+            if mine.numel() == 0:  # more processes than windows in the batch
+                mine = offsets[:1]
+            loss = gpt_loss(ddp, *gpt_windows(train_ids, mine, block))
+        else:
+            source, source_lens, target, target_lens = job["arrays"]
+            batch = torch.randperm(source.shape[0], generator=order)[:job["batch"]]
+            mine = batch[rank::world]
+            if mine.numel() == 0:  # more processes than pairs in the batch
+                mine = batch[:1]
+            loss = masked_loss(ddp, source[mine], source_lens[mine], target[mine],
+                               target_lens[mine])
         optimizer.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(ddp.parameters(), 1.0)
@@ -265,8 +377,8 @@ def train(rank, world, job, progress):
     # dies during the run leaves OUT and --report as they were.
     dist.barrier()
     if rank == 0:
-        report.append(("after", full_loss(model, job["arrays"])))
-        finish(model, job, report)
+        report.append(("after", measure(model, job["arrays"])))
+        (finish_gpt if gpt else finish)(model, job, report)
 
 
 def full_loss(model, arrays):
@@ -302,6 +414,33 @@ def finish(model, job, report):
         lines.append(json.dumps({"loss_before": before, "loss_after": after}))
         torch_bridge.write_atomic(job["report"], ("\n".join(lines) + "\n").encode())
     print(f"wrote {shown(job['out'], 300)}: loss over the {job['arrays'][0].shape[0]} pairs "
+          f"{before:.4f} -> {after:.4f} after {job['steps']} steps on {job['world_size']} "
+          "processes", flush=True)
+
+
+def finish_gpt(model, job, report):
+    """Rank 0: the GPT bundle with the fine-tuned weights (lm_head.weight still
+    transformer.wte.weight), and the report."""
+    before, after = report[0][1], report[-1][1]
+    config = dict(job["config"])
+    extra = dict(config.get("attograd", {}))
+    metadata = dict(extra.get("metadata", {}))
+    metadata["gpt.finetune"] = json.dumps({"steps": job["steps"], "processes": job["world_size"],
+                                           "batch": job["batch"], "lr": job["lr"],
+                                           "loss_before": before, "loss_after": after})
+    extra["metadata"] = metadata
+    config["attograd"] = extra
+    bundle = {"model": model.state_dict(), "characters": job["bundle"]["characters"],
+              "config": json.dumps(config)}
+    buffer = io.BytesIO()
+    torch.save(bundle, buffer)
+    torch_bridge.write_atomic(job["out"], buffer.getvalue())
+    if job["report"]:
+        lines = [json.dumps(entry) for kind, entry in report if kind == "step"]
+        lines.append(json.dumps({"loss_before": before, "loss_after": after}))
+        torch_bridge.write_atomic(job["report"], ("\n".join(lines) + "\n").encode())
+    windows = job["arrays"][1].numel() // job["arrays"][2]
+    print(f"wrote {shown(job['out'], 300)}: validation loss over ~{windows} windows "
           f"{before:.4f} -> {after:.4f} after {job['steps']} steps on {job['world_size']} "
           "processes", flush=True)
 
@@ -358,11 +497,20 @@ def wait_for_master(job):
 def prepare(arguments):
     """Every check before a process starts; the job every process gets."""
     bundle = torch_bridge.load_bundle(arguments.source)
+    if torch_bridge.is_gpt_bundle(bundle):
+        config, arrays = prepare_gpt(arguments, bundle)
+        # Every tensor its own storage: mp.spawn passes a shared storage (the
+        # tied head, a slice of the text) as one descriptor per tensor, twice
+        # over, which Python refuses ("bad value(s) in fds_to_keep").
+        bundle = dict(bundle, model={name: value.clone()
+                                     for name, value in bundle["model"].items()})
+        return job_of(arguments, bundle, config, arrays)
     recipe, config = torch_bridge.bundle_recipe(bundle, arguments.source)
     if recipe not in torch_bridge.RECIPE_SIZES:
         raise BridgeError(f"{shown(arguments.source, 300)}: a {recipe}-recipe bundle; "
                           "torch_finetune.py fine-tunes the batched and transformer recipes "
-                          "(train one with `translate train --recipe transformer`)")
+                          "and the GPT (train one with `translate train --recipe transformer` "
+                          "or `gpt train`)")
     torch_bridge.check_recipe_config(config, arguments.source)
     for key in ("source_words", "target_words"):
         torch_bridge.check_words(bundle[key], key, arguments.source,
@@ -390,6 +538,11 @@ def prepare(arguments):
     num_steps = config["num_steps"]
     source, source_lens = padded([s for s, _ in pairs], bundle["source_words"], num_steps)
     target, target_lens = padded([t for _, t in pairs], bundle["target_words"], num_steps)
+    return job_of(arguments, bundle, config, (source, source_lens, target, target_lens))
+
+
+def job_of(arguments, bundle, config, arrays):
+    """The job every process gets: the model, its data and the network."""
     torchrun = "RANK" in os.environ and "WORLD_SIZE" in os.environ and "LOCAL_RANK" in os.environ
     addr = arguments.master_addr or os.environ.get("MASTER_ADDR") or "127.0.0.1"
     port = arguments.master_port or int(os.environ.get("MASTER_PORT", 0) or 0)
@@ -400,7 +553,7 @@ def prepare(arguments):
         port = free_port()
     return {"bundle": bundle, "config": config, "source": arguments.source,
             "out": arguments.out, "report": arguments.report,
-            "arrays": (source, source_lens, target, target_lens),
+            "arrays": arrays,
             "steps": arguments.steps, "batch": arguments.batch, "lr": arguments.lr,
             "seed": arguments.seed, "nproc": arguments.nproc, "node_rank": arguments.node_rank,
             "world_size": arguments.nproc * arguments.nnodes, "addr": addr, "port": port,
@@ -429,7 +582,7 @@ def main(argv):
                "at most twice --timeout seconds, and leaves OUT and --report as they were "
                "(docs/pytorch.md).")
     parser.add_argument("source", metavar="SOURCE",
-                        help="bundle of torch_bridge.py to-torch (batched or transformer)")
+                        help="bundle of torch_bridge.py to-torch (batched, transformer or gpt)")
     parser.add_argument("out", metavar="OUT",
                         help="the fine-tuned bundle (for torch_bridge.py from-torch); not "
                              "SOURCE, --report nor a data file")
@@ -441,7 +594,8 @@ def main(argv):
                         help="pairs per step over all processes (default 64)")
     parser.add_argument("--lr", type=bounded(float, 1e-12, 10.0), default=0.001,
                         help="Adam's learning rate (default 0.001)")
-    parser.add_argument("--data", help="pairs file (default: the one the checkpoint names)")
+    parser.add_argument("--data", help="pairs file, or for a GPT a UTF-8 text (default: the one "
+                                       "the checkpoint names)")
     parser.add_argument("--num-examples", type=bounded(int, 1, 100_000),
                         help="the first N pairs (default: as many as training used)")
     parser.add_argument("--seed", type=bounded(int, 0, 2 ** 31 - 1), default=0)

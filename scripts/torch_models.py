@@ -418,3 +418,163 @@ class BahdanauAttnDecoderRNN(nn.Module):
         context, weights = self.attention(hidden.permute(1, 0, 2), keys)
         output, hidden = self.gru(torch.cat((embedded, context), dim=2), hidden)
         return F.log_softmax(self.out(output[0]), dim=1), hidden, weights
+
+
+# ------------------------------------------------------------------ the character GPT
+# nanoGPT's model.py (Karpathy) in its module layout and parameter names, with
+# attograd's maths (models/gpt/gpt.hpp), so the same weights give the same
+# logits (to float rounding):
+#
+#   x = wte[ids] + wpe[0..T)                                      (B,T,d)
+#   L × Block:  x = x + attn(ln_1(x));  x = x + mlp(ln_2(x))
+#   logits = lm_head(ln_f(x)),  lm_head.weight IS transformer.wte.weight (B,T,V)
+#
+#   * the head is tied as nanoGPT ties it (`self.transformer.wte.weight =
+#     self.lm_head.weight`), so state_dict() has both keys and one tensor;
+#   * GELU is the tanh form (attograd's; nanoGPT's current MLP uses the erf
+#     form nn.GELU(), its first version the tanh one): nn.GELU(approximate="tanh");
+#   * LayerNorm eps 1e-5, weight always, bias only with bias=True (nanoGPT's
+#     LayerNorm class); every Linear has a bias only with bias=True;
+#   * attention scores q kᵀ · 1/√(d/h), keys after the query at -inf. The causal
+#     mask is made per call, not nanoGPT's registered buffer `attn.bias` (which
+#     nanoGPT's own loader drops), so state_dict() holds the weights only;
+#   * dropout is 0 in attograd; the modules keep nanoGPT's Dropout slots.
+#
+# Legend as models/gpt/gpt.hpp: B batch, T positions (≤ block), V vocabulary,
+# d n_embd, h n_head, L n_layer.
+
+
+class GPTLayerNorm(nn.Module):
+    """nanoGPT's LayerNorm: F.layer_norm with eps 1e-5 and an optional bias."""
+
+    def __init__(self, ndim, bias):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(ndim))
+        self.bias = nn.Parameter(torch.zeros(ndim)) if bias else None
+
+    def forward(self, x):
+        return F.layer_norm(x, self.weight.shape, self.weight, self.bias, 1e-5)
+
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self, n_embd, n_head, bias, dropout=0.0):
+        super().__init__()
+        self.n_head, self.n_embd = n_head, n_embd
+        self.c_attn = nn.Linear(n_embd, 3 * n_embd, bias=bias)  # queries, keys, values
+        self.c_proj = nn.Linear(n_embd, n_embd, bias=bias)
+        self.attn_dropout = nn.Dropout(dropout)
+        self.resid_dropout = nn.Dropout(dropout)
+
+    def forward(self, x):  # (B,T,d) -> (B,T,d)
+        B, T, d = x.shape
+        h = self.n_head
+        q, k, v = self.c_attn(x).split(self.n_embd, dim=2)
+        q, k, v = (part.view(B, T, h, d // h).transpose(1, 2) for part in (q, k, v))  # (B,h,T,d/h)
+        scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(d // h))
+        causal = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
+        weights = self.attn_dropout(F.softmax(scores.masked_fill(~causal, float("-inf")), dim=-1))
+        y = (weights @ v).transpose(1, 2).contiguous().view(B, T, d)
+        return self.resid_dropout(self.c_proj(y))
+
+
+class MLP(nn.Module):
+    def __init__(self, n_embd, bias, dropout=0.0):
+        super().__init__()
+        self.c_fc = nn.Linear(n_embd, 4 * n_embd, bias=bias)
+        self.gelu = nn.GELU(approximate="tanh")
+        self.c_proj = nn.Linear(4 * n_embd, n_embd, bias=bias)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x):
+        return self.dropout(self.c_proj(self.gelu(self.c_fc(x))))
+
+
+class Block(nn.Module):
+    def __init__(self, n_embd, n_head, bias, dropout=0.0):
+        super().__init__()
+        self.ln_1 = GPTLayerNorm(n_embd, bias)
+        self.attn = CausalSelfAttention(n_embd, n_head, bias, dropout)
+        self.ln_2 = GPTLayerNorm(n_embd, bias)
+        self.mlp = MLP(n_embd, bias, dropout)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        return x + self.mlp(self.ln_2(x))
+
+
+class GPT(nn.Module):
+    """nanoGPT's GPT. config: vocab_size, block_size, n_layer, n_head, n_embd,
+    bias (default False), dropout (default 0)."""
+
+    def __init__(self, config):
+        super().__init__()
+        self.block_size = config["block_size"]
+        d, bias, dropout = config["n_embd"], config.get("bias", False), config.get("dropout", 0.0)
+        self.transformer = nn.ModuleDict(dict(
+            wte=nn.Embedding(config["vocab_size"], d),
+            wpe=nn.Embedding(config["block_size"], d),
+            drop=nn.Dropout(dropout),
+            h=nn.ModuleList([Block(d, config["n_head"], bias, dropout)
+                             for _ in range(config["n_layer"])]),
+            ln_f=GPTLayerNorm(d, bias)))
+        self.lm_head = nn.Linear(d, config["vocab_size"], bias=False)
+        self.transformer.wte.weight = self.lm_head.weight  # tied, as nanoGPT ties them
+
+    def forward(self, ids):  # ids (B,T), T ≤ block_size -> logits (B,T,V)
+        T = ids.shape[1]
+        positions = torch.arange(T, device=ids.device)
+        x = self.transformer.drop(self.transformer.wte(ids) + self.transformer.wpe(positions))
+        for block in self.transformer.h:
+            x = block(x)
+        return self.lm_head(self.transformer.ln_f(x))
+
+
+def gpt_draw(logits, temperature, top_k, uniform):
+    """models/gpt/sample.cpp's draw(): the id drawn from (V) float logits with
+    `uniform` in [0, 1): softmax(logits / temperature) over the top_k largest
+    (all with top_k 0), largest first with ties by id, inverted at `uniform`.
+    The weights and their sum are doubles, as there."""
+    z = [float(value) for value in logits.tolist()]
+    kept = min(top_k, len(z)) if top_k > 0 else len(z)
+    order = sorted(range(len(z)), key=lambda i: (-z[i], i))[:kept]
+    largest = z[order[0]]
+    weights = [math.exp((z[i] - largest) / temperature) for i in order]
+    total = 0.0
+    for weight in weights:  # summed in this order, as the C++ loop sums
+        total += weight
+    target = uniform * total
+    for i, weight in zip(order, weights):
+        target -= weight
+        if target < 0:
+            return i
+    return order[-1]
+
+
+def gpt_sample(model, prompt, tokens, temperature, top_k, seed, generator_class):
+    """models/gpt/sample.cpp's sample(): the `tokens` ids after `prompt` (ids),
+    one uniform of attograd's Generator(seed) per character
+    (bench/reference/attograd_random.py's Generator is `generator_class`).
+
+    The window is the ids since the last restart, at most block_size; when
+    full, it restarts at its last ⌊block/2⌋ (at least 1) ids, the new one
+    last. attograd reads a window through its KV cache, this recomputes the
+    window: the same contexts, so the same logits to float rounding."""
+    block = model.block_size
+    keep = max(1, block // 2)
+    generator = generator_class(seed)
+    window = list(prompt[-block:])
+    out = []
+    model.eval()
+    with torch.no_grad():
+        logits = model(torch.tensor([window]))[0, -1]
+        for n in range(tokens):
+            next_id = gpt_draw(logits, temperature, top_k, generator.uniform())
+            out.append(next_id)
+            if n + 1 == tokens:
+                break
+            if len(window) == block:
+                window = window[len(window) - (keep - 1):] + [next_id]
+            else:
+                window.append(next_id)
+            logits = model(torch.tensor([window]))[0, -1]
+    return out
