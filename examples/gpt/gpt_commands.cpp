@@ -285,11 +285,28 @@ void declare_sample_flags(cli::Parser& parser, SampleFlags& flags) {
             "recompute the whole context for every character instead of caching keys and values");
 }
 
+// Before any work: no output is an input or another output (cli::PathsApart);
+// `data_flag` names where the data path came from.
+void check_paths_apart(const TrainFlags& flags, const std::string& data_flag,
+                       const std::string& data) {
+  const fs::path folder = flags.out;
+  cli::PathsApart paths;
+  paths.reads(data_flag, data)
+      .reads("--resume", flags.resume)
+      .writes_next("--out", folder / kCheckpointName, "--resume")
+      .writes("--out", folder / "loss.svg")
+      .writes("--out", folder / "report.html");
+  cli::add_dot_outputs(paths, flags.inspect.dot);
+  paths.check();
+}
+
 int run_train(const TrainFlags& given_flags) {
   TrainFlags flags = given_flags;
+  const bool data_from_checkpoint = flags.data.empty() && !flags.resume.empty();
   std::string data = flags.data.empty() ? kDefaultData : flags.data;
   int column = flags.data.empty() ? kDefaultColumn : -1;
   const fs::path folder = flags.out;
+  check_paths_apart(flags, "--data", data_from_checkpoint ? std::string() : data);
   int64_t start = 0;
   nn::Metadata resumed;
   if (!flags.resume.empty()) {
@@ -304,19 +321,19 @@ int run_train(const TrainFlags& given_flags) {
     if (flags.decay_iters == 0) {  // the schedule the run began with
       flags.decay_iters = metadata_count(resumed, "gpt.decay_iters", flags.resume);
     }
-    if (flags.data.empty()) {
-      data = resumed.at("gpt.data");
+    if (data_from_checkpoint) {
+      const auto found = resumed.find("gpt.data");
+      if (found == resumed.end()) {
+        throw cli::UsageError(fmt::format(
+            "'{}' has no 'gpt.data': not a checkpoint of `gpt train`; give one that gpt train "
+            "wrote, or --data",
+            flags.resume));
+      }
+      data = found->second;
       column = int(metadata_count(resumed, "gpt.column", flags.resume));
+      check_paths_apart(flags, "the data file of --resume's checkpoint", data);
     }
   }
-  cli::PathsApart paths;
-  paths.reads("--data", data)
-      .reads("--resume", flags.resume)
-      .writes_next("--out", folder / kCheckpointName, "--resume")
-      .writes("--out", folder / "loss.svg")
-      .writes("--out", folder / "report.html");
-  cli::add_dot_outputs(paths, flags.inspect.dot);
-  paths.check();
   cli::prepare_output_folder("--out", folder);
 
   const Text text = load_text(data, column, flags.block);

@@ -240,6 +240,12 @@ TEST_CASE("paths apart: every program's outputs, walked in pairs with its inputs
        {},
        {},
        {{"--out", true, {"newton_vs_sgd.svg"}}, dot}},
+      {"gpt train",
+       kExamples / "gpt",
+       {"train", "--iters", "2", "--layers", "1", "--heads", "1", "--embd", "8", "--block", "8",
+        "--batch", "2"},
+       {data, resume},
+       {{"--out", true, train_files}, dot}},
   };
   const fs::path pairs = tutorial_data(scratch.path, 20);
   const std::string pairs_text = read_file(pairs);
