@@ -982,8 +982,8 @@ TEST_CASE("torch_finetune: a node 0 whose other nodes never come ends after --ti
 }
 
 TEST_CASE(
-    "torch_finetune: a process that dies mid-run ends the job with exit 2 naming its rank; OUT "
-    "is left as it was",
+    "torch_finetune: a process that dies mid-run ends the job with exit 2 naming its rank, and "
+    "OUT is left as it was",
     "[torch]") {
   if (!torch_installed()) return;
   const TemporaryFolder scratch("attograd_torch_faults");

@@ -260,8 +260,9 @@ TEST_CASE("torch_gpt: the bridge's sample prints what gpt sample prints for the 
   }
 }
 
-TEST_CASE("torch_finetune: a GPT on 2 processes; from-torch of the result samples as the bundle",
-          "[torch]") {
+TEST_CASE(
+    "torch_finetune: a GPT on 2 processes, and from-torch of the result samples as the bundle",
+    "[torch]") {
   if (!torch_installed() || !kFloatBuild) return;
   const TemporaryFolder scratch("attograd_torch_gpt");
   const fs::path checkpoint = tiny_gpt(scratch);
