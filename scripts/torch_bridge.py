@@ -10,9 +10,10 @@
   torch_bridge.py from-torch IN.pt OUT.safetensors [--data PATH]
       The reverse: a model in that layout (trained or fine-tuned in PyTorch,
       say) becomes a checkpoint `translate translate` and `translate eval` use.
-  torch_bridge.py translate IN.pt
-      Greedy translation in PyTorch of each line of stdin, one JSON object a
-      line: {"words": [...], "log_prob": ...} (Σ log p of the chosen ids, EOS
+  torch_bridge.py translate IN.pt [--json]
+      Greedy translation in PyTorch of each line of stdin, one sentence a
+      line as `translate translate` prints it; with --json one object a line:
+      {"words": [...], "log_prob": ...} (Σ log p of the chosen ids, EOS
       included). Tutorial lines are already normalised words; batched and
       Transformer lines are normalised as `translate` does (d2l's preprocess).
   torch_bridge.py sample IN.pt [--prompt P --tokens N --temperature T --top-k K --seed S]
@@ -752,7 +753,13 @@ def preprocess_d2l(line):
     return "".join(out)
 
 
-def recipe_translate(bundle, config, source):
+def print_translation(words, log_prob, as_json):
+    """One line: the words as `translate translate` prints them, or with --json
+    {"words": [...], "log_prob": ...}."""
+    print(json.dumps({"words": words, "log_prob": log_prob}) if as_json else " ".join(words))
+
+
+def recipe_translate(bundle, config, source, as_json):
     model = recipe_model(bundle, config, source)
     index = {word: i for i, word in enumerate(bundle["source_words"])}
     num_steps = config["num_steps"]
@@ -761,13 +768,12 @@ def recipe_translate(bundle, config, source):
             words = preprocess_d2l(line.rstrip("\r\n")).split(" ")
             words = [word for word in words if word][:num_steps - 1]  # as `translate` cuts
             if not words:
-                print(json.dumps({"words": [], "log_prob": 0.0}))
+                print_translation([], 0.0, as_json)
                 continue
             ids = [index.get(word, UNK) for word in words] + [BATCHED_EOS]
             padded = torch.tensor([ids + [PAD] * (num_steps - len(ids))])
             chosen, log_prob = model.greedy(padded, len(ids), num_steps, BOS, BATCHED_EOS)
-            print(json.dumps({"words": [bundle["target_words"][i] for i in chosen],
-                              "log_prob": log_prob}))
+            print_translation([bundle["target_words"][i] for i in chosen], log_prob, as_json)
 
 
 def bundle_recipe(bundle, path):
@@ -935,14 +941,14 @@ def from_torch(source, out, data_path, paths):
     print(f"wrote {shown(out, 300)}: {len(tensors)} tensors, a {config['decoder']} decoder")
 
 
-def translate(source):
+def translate(source, as_json):
     bundle = load_bundle(source)
     if is_gpt_bundle(bundle):
         raise BridgeError(f"{shown(source, 300)}: a GPT bundle, not a translator; continue text "
                           "with `torch_bridge.py sample`")
     recipe, config = bundle_recipe(bundle, source)
     if recipe != "tutorial":
-        return recipe_translate(bundle, config, source)
+        return recipe_translate(bundle, config, source, as_json)
     config = bundle_config(bundle, source)
     encoder, decoder = make_modules(bundle, config, source)
     index = {word: i for i, word in enumerate(bundle["source_words"])}
@@ -954,8 +960,7 @@ def translate(source):
                               f"{len(words) + 1} words with EOS; the model keeps at most {length}")
         ids = [index.get(word, 2) for word in words] + [EOS]
         chosen, log_prob = greedy(encoder, decoder, ids, length)
-        print(json.dumps({"words": [bundle["target_words"][i] for i in chosen],
-                          "log_prob": log_prob}))
+        print_translation([bundle["target_words"][i] for i in chosen], log_prob, as_json)
 
 
 # --------------------------------------------------------------- the character GPT
@@ -1223,6 +1228,8 @@ def main(argv):
                               "not name them (default: data/eng-fra.tsv)")
     command = commands.add_parser("translate", help="greedy translation of stdin in PyTorch")
     command.add_argument("source", metavar="SOURCE")
+    command.add_argument("--json", action="store_true",
+                         help='one {"words": [...], "log_prob": ...} a line instead of the sentence')
     command = commands.add_parser("sample", help="a GPT bundle continues --prompt in PyTorch, "
                                                  "as `gpt sample` does")
     command.add_argument("source", metavar="SOURCE")
@@ -1260,7 +1267,7 @@ def main(argv):
         elif arguments.command == "sample":
             gpt_sample(arguments.source, arguments)
         else:
-            translate(arguments.source)
+            translate(arguments.source, arguments.json)
     except (BridgeError, PathsClash) as error:
         print(f"error: {error.args[0]}", file=sys.stderr)
         return 2

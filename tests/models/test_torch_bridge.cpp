@@ -132,7 +132,8 @@ std::vector<Greedy> torch_greedy(const std::filesystem::path& bundle,
                                  const std::vector<std::string>& sentences = kSentences) {
   std::string input;
   for (const std::string& line : sentences) input += line + "\n";
-  const ProgramRun run = python({kBridge.string(), "translate", bundle.string()}, scratch, input);
+  const ProgramRun run =
+      python({kBridge.string(), "translate", bundle.string(), "--json"}, scratch, input);
   std::vector<Greedy> out;
   for (const std::string& line : lines_of(run.out)) {
     const nlohmann::json parsed = nlohmann::json::parse(line);
@@ -140,6 +141,15 @@ std::vector<Greedy> torch_greedy(const std::filesystem::path& bundle,
         {parsed.at("words").get<std::vector<std::string>>(), parsed.at("log_prob").get<double>()});
   }
   REQUIRE(out.size() == sentences.size());
+  // Without --json the same translations as sentences, as `translate translate` prints them.
+  const ProgramRun plain = python({kBridge.string(), "translate", bundle.string()}, scratch, input);
+  const std::vector<std::string> printed = lines_of(plain.out);
+  REQUIRE(printed.size() == out.size());
+  for (size_t i = 0; i < out.size(); ++i) {
+    std::string sentence;
+    for (const std::string& word : out[i].words) sentence += (sentence.empty() ? "" : " ") + word;
+    CHECK(printed[i] == sentence);
+  }
   return out;
 }
 
