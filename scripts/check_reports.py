@@ -3,14 +3,14 @@
 
     scripts/check_reports.py --nw out/nw_regression/report.html \
         --tutorial out/translate/report.html --batched … --transformer … \
-        [--screenshot docs/images/report.png]
+        --gpt out/gpt/report.html [--screenshot docs/images/report.png]
 
 For each report: the page's script ran to its end (<body data-ready="1">)
 with no error (its error trap, <pre id="report-errors">, stays empty, and
 Chromium logs no console message), and every <svg> has drawn content. For the
-Transformer report, the head selector switches the shown maps: the page is
-loaded with #head=1 and #head=2 and only maps of that head are visible, a
-different set each time. For the NW report, the width slider's pictures were
+Transformer and the GPT reports, the head selector switches the shown maps:
+the page is loaded with #head=1 and #head=2 and only maps of that head are
+visible, a different set each time. For the NW report, the width slider's pictures were
 drawn (the weights have cells, the fit has a line). With --screenshot, the
 Transformer report (else the first given) is captured as a PNG. Every report must stay under
 --max-bytes (2,000,000).
@@ -136,9 +136,9 @@ def check_page(browser, kind, path, failures):
             fail("the width slider drew no attention weights")
         if not dom.slider_line:
             fail("the width slider drew no fit")
-    if kind in ("tutorial", "batched", "transformer") and not dom.maps:
+    if kind in ("tutorial", "batched", "transformer", "gpt") and not dom.maps:
         fail("no attention maps")
-    if kind == "transformer":
+    if kind in ("transformer", "gpt"):
         shown = {}
         for head in ("1", "2"):
             heads, _, _ = load(browser, path, "#head=" + head)
@@ -158,7 +158,7 @@ def check_page(browser, kind, path, failures):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    for kind in ("nw", "tutorial", "batched", "transformer"):
+    for kind in ("nw", "tutorial", "batched", "transformer", "gpt"):
         parser.add_argument("--" + kind, metavar="FILE", help=f"the {kind} report.html")
     parser.add_argument("--max-bytes", type=int, default=2_000_000,
                         help="the largest report allowed (default: 2,000,000 bytes)")
@@ -168,10 +168,11 @@ def main():
     parser.add_argument("--screenshot-fragment", default="",
                         help="appended to the screenshot's address, e.g. '#kind=encoder%%20self'")
     args = parser.parse_args()
-    reports = [(kind, getattr(args, kind)) for kind in ("nw", "tutorial", "batched", "transformer")
+    reports = [(kind, getattr(args, kind))
+               for kind in ("nw", "tutorial", "batched", "transformer", "gpt")
                if getattr(args, kind)]
     if not reports:
-        parser.error("give at least one report (--nw, --tutorial, --batched, --transformer)")
+        parser.error("give at least one report (--nw, --tutorial, --batched, --transformer, --gpt)")
     browser = find_browser()
     if browser is None:
         print("SKIP: the browser check of report.html needs Chromium (one of "

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# scripts/check_reports.sh — every kind of report.html (nw_regression, and
-# translate's tutorial, batched and Transformer recipes) from short runs of
+# scripts/check_reports.sh — every kind of report.html (nw_regression,
+# translate's tutorial, batched and Transformer recipes, and gpt) from short runs of
 # the built programs, checked in headless Chromium by check_reports.py (no
 # script or console error, every SVG drawn, the head selector switching the
 # shown maps, a screenshot).
@@ -17,10 +17,10 @@ cd "$(dirname "$0")/.."
 build="${ATTOGRAD_BUILD_DIR:-build}"
 runs="$(mktemp -d)"
 trap 'rm -rf "$runs"' EXIT
-for program in nw_regression translate; do
+for program in nw_regression translate gpt; do
   if [ ! -x "$build/examples/$program" ]; then
-    echo "error: $build/examples/$program is not built; build the targets nw_regression and" \
-      "translate first (or set ATTOGRAD_BUILD_DIR)" >&2
+    echo "error: $build/examples/$program is not built; build the targets nw_regression," \
+      "translate and gpt first (or set ATTOGRAD_BUILD_DIR)" >&2
     exit 2
   fi
 done
@@ -36,6 +36,7 @@ quiet "$translate" train --recipe batched --data data/eng-fra.tsv --out "$runs/b
 # check is about this one.
 quiet "$translate" train --recipe transformer --data data/eng-fra.tsv --out "$runs/transformer" \
   --num-examples 200 --epochs 2
+quiet "$build/examples/gpt" train --out "$runs/gpt" --iters 20 --eval-every 10
 
 screenshot=()
 if [ -n "${ATTOGRAD_REPORT_SCREENSHOT:-}" ]; then
@@ -44,4 +45,4 @@ if [ -n "${ATTOGRAD_REPORT_SCREENSHOT:-}" ]; then
 fi
 python3 scripts/check_reports.py --transformer "$runs/transformer/report.html" \
   --nw "$runs/nw/report.html" --tutorial "$runs/tutorial/report.html" \
-  --batched "$runs/batched/report.html" "${screenshot[@]}"
+  --batched "$runs/batched/report.html" --gpt "$runs/gpt/report.html" "${screenshot[@]}"
