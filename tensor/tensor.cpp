@@ -65,8 +65,8 @@ std::string bytes_text(uint64_t numel) {
   return fmt::format("{} bytes ({:.1f} GiB)", numel * sizeof(real), gib);
 }
 
-[[noreturn]] void fail_allocation(const Shape& shape, uint64_t numel,
-                                  std::string_view caller, std::string_view why) {
+[[noreturn]] void fail_allocation(const Shape& shape, uint64_t numel, std::string_view caller,
+                                  std::string_view why) {
   fail(
       "{}: allocating a tensor of shape {}: {} asked for, {}; use a smaller shape (a smaller "
       "size flag, batch or model) or a machine with more memory",
