@@ -55,7 +55,6 @@ the line names its rank). A collective that waits longer than --timeout for the
 slowest process fails the same way: raise it for steps that take longer. On
 every failure OUT and --report are left as they were.
 """
-import argparse
 import datetime
 import errno
 import hashlib
@@ -69,7 +68,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch_bridge  # noqa: E402  (the bundle's checks, atomic writes)
-from torch_bridge import BridgeError, shown  # noqa: E402
+from torch_bridge import BridgeError, bounded, shown  # noqa: E402
 from paths_apart import PathsApart, PathsClash  # noqa: E402
 
 # PyTorch, imported once the command line and the paths have passed their
@@ -559,18 +558,6 @@ def job_of(arguments, bundle, config, arrays):
             "world_size": arguments.nproc * arguments.nnodes, "addr": addr, "port": port,
             "nnodes": arguments.nnodes, "timeout": arguments.timeout, "torchrun": torchrun,
             "faults": None}
-
-
-def bounded(kind, low, high):
-    def parse(text):
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"'{shown(text, 60)}' is not a number") from None
-        if not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"{shown(text, 60)} is outside [{low}, {high}]")
-        return value
-    return parse
 
 
 def main(argv):
