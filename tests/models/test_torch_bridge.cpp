@@ -35,6 +35,7 @@
 #include "models/translation/batched_translator.hpp"
 #include "tests/support/program.hpp"
 #include "tests/support/python.hpp"
+#include "tests/support/tensor_checks.hpp"
 #include "tests/support/translate_program.hpp"
 
 namespace test_torch_bridge {
@@ -167,24 +168,6 @@ void require_same_translations(const std::filesystem::path& checkpoint,
   }
 }
 
-// Every tensor of a, bit for bit in b, under the same name and shape.
-void require_same_tensors(const std::filesystem::path& a, const std::filesystem::path& b) {
-  const nn::TensorFile left = nn::read_safetensors(a);
-  const nn::TensorFile right = nn::read_safetensors(b);
-  std::map<std::string, Tensor> by_name(right.tensors.begin(), right.tensors.end());
-  size_t model_tensors = 0;
-  for (const auto& [name, tensor] : left.tensors) {
-    if (name.rfind("optimizer.", 0) == 0) continue;
-    ++model_tensors;
-    INFO("tensor " << name);
-    REQUIRE(by_name.count(name) == 1);
-    REQUIRE(by_name[name].shape() == tensor.shape());
-    const std::vector<real> x = tensor.to_vector(), y = by_name[name].to_vector();
-    CHECK(std::memcmp(x.data(), y.data(), x.size() * sizeof(real)) == 0);
-  }
-  CHECK(model_tensors == right.tensors.size());
-}
-
 }  // namespace
 
 TEST_CASE("torch_bridge: attograd -> PyTorch -> attograd is bit for bit, translations agree",
@@ -202,7 +185,7 @@ TEST_CASE("torch_bridge: attograd -> PyTorch -> attograd is bit for bit, transla
       const auto bundle = scratch.path / "model.pt", back = scratch.path / "back.safetensors";
       python({kBridge.string(), "to-torch", checkpoint.string(), bundle.string()}, scratch);
       python({kBridge.string(), "from-torch", bundle.string(), back.string()}, scratch);
-      require_same_tensors(checkpoint, back);
+      require_same_model_tensors(checkpoint, back);
       const seq2seq::CheckpointInfo returned = seq2seq::read_checkpoint_info(back);
       CHECK(returned.source_vocabulary.serialize() == info.source_vocabulary.serialize());
       CHECK(returned.target_vocabulary.serialize() == info.target_vocabulary.serialize());
@@ -567,7 +550,7 @@ TEST_CASE(
                      again = scratch.path / "again.pt";
       python({kBridge.string(), "to-torch", checkpoint.string(), bundle.string()}, scratch);
       python({kBridge.string(), "from-torch", bundle.string(), back.string()}, scratch);
-      require_same_tensors(checkpoint, back);
+      require_same_model_tensors(checkpoint, back);
       require_same_metadata(checkpoint, back);
       // attograd -> PyTorch on the original, PyTorch -> attograd on the way back.
       const std::vector<std::string> sentences = recipe_sentences(checkpoint, recipe);
@@ -718,6 +701,18 @@ std::string refusal_line(const TimedRun& timed) {
   require_one_line_error(timed.run);
   CHECK(timed.seconds < 30);  // it ends; it does not hang
   return lines_of(timed.run.err).at(0);
+}
+
+// A fine-tune of two nodes of which only node `rank` starts, waiting at most
+// `timeout` seconds: its refusal line.
+std::string lone_node_refusal(const TemporaryFolder& scratch, const std::string& port,
+                              const std::string& rank, const std::string& timeout) {
+  const FinetuneInputs inputs = finetune_inputs(scratch);
+  return refusal_line(timed_python(
+      kFinetune,
+      {inputs.bundle.string(), (scratch.path / "out.pt").string(), "--nproc", "1", "--nnodes", "2",
+       "--node-rank", rank, "--master-port", port, "--timeout", timeout},
+      scratch));
 }
 
 // A TCP socket listening on 127.0.0.1 at a port the system chose.
@@ -957,14 +952,8 @@ TEST_CASE("torch_finetune: a node whose node 0 never comes ends after --timeout 
           "[torch]") {
   if (!torch_installed()) return;
   const TemporaryFolder scratch("attograd_torch_faults");
-  const FinetuneInputs inputs = finetune_inputs(scratch);
   const std::string port = std::to_string(unused_port());
-  const TimedRun timed =
-      timed_python(kFinetune,
-                   {inputs.bundle.string(), (scratch.path / "out.pt").string(), "--nproc", "1",
-                    "--nnodes", "2", "--node-rank", "1", "--master-port", port, "--timeout", "3"},
-                   scratch);
-  const std::string line = refusal_line(timed);
+  const std::string line = lone_node_refusal(scratch, port, "1", "3");
   CHECK(line.rfind("error: no node 0 at 127.0.0.1:" + port + ": waited ", 0) == 0);
   CHECK(line.find("(--timeout 3; last try: Connection refused); start node 0 first, or check "
                   "--master-addr and --master-port") != std::string::npos);
@@ -975,14 +964,8 @@ TEST_CASE("torch_finetune: a node 0 whose other nodes never come ends after --ti
           "[torch]") {
   if (!torch_installed()) return;
   const TemporaryFolder scratch("attograd_torch_faults");
-  const FinetuneInputs inputs = finetune_inputs(scratch);
   const std::string port = std::to_string(unused_port());
-  const TimedRun timed =
-      timed_python(kFinetune,
-                   {inputs.bundle.string(), (scratch.path / "out.pt").string(), "--nproc", "1",
-                    "--nnodes", "2", "--node-rank", "0", "--master-port", port, "--timeout", "1"},
-                   scratch);
-  const std::string line = refusal_line(timed);
+  const std::string line = lone_node_refusal(scratch, port, "0", "1");
   CHECK(line.rfind("error: the job's 2 processes did not all meet at 127.0.0.1:" + port +
                        ": rank 0 waited ",
                    0) == 0);

@@ -29,6 +29,7 @@
 #include "nn/safetensors.hpp"
 #include "tests/support/program.hpp"
 #include "tests/support/python.hpp"
+#include "tests/support/tensor_checks.hpp"
 
 namespace test_torch_gpt {
 
@@ -119,25 +120,20 @@ std::string bridge_sample(const fs::path& bundle, const std::vector<std::string>
   return python(arguments, scratch).out;
 }
 
-// Every model tensor of `checkpoint` (not the optimizer's), bit for bit in
-// `back`, under the same name and shape, and nothing else in `back`.
-void require_same_model_tensors(const fs::path& checkpoint, const fs::path& back) {
-  const nn::TensorFile left = nn::read_safetensors(checkpoint);
-  const nn::TensorFile right = nn::read_safetensors(back);
-  std::map<std::string, Tensor> by_name(right.tensors.begin(), right.tensors.end());
-  size_t model_tensors = 0;
-  for (const auto& [name, tensor] : left.tensors) {
-    if (name.rfind("optimizer.", 0) == 0) continue;
-    ++model_tensors;
-    INFO("tensor " << name);
-    REQUIRE(by_name.count(name) == 1);
-    REQUIRE(by_name[name].shape() == tensor.shape());
-    const std::vector<real> x = tensor.to_vector(), y = by_name[name].to_vector();
-    CHECK(std::memcmp(x.data(), y.data(), x.size() * sizeof(real)) == 0);
-  }
-  CHECK(model_tensors == right.tensors.size());
-  CHECK(model_tensors == 9);  // wte, wpe, 6 in the one block, ln_f
+// The ids of the test text's first 16 characters, the logits' positions.
+std::vector<int64_t> first_ids(const gpt::Vocabulary& vocabulary) {
+  std::vector<int64_t> ids = vocabulary.encode(gpt::char_text(sample_text(), "text").characters);
+  ids.resize(16);
+  return ids;
 }
+
+// Python that loads the bundle argv[1] into torch_models.GPT and runs it on
+// the ids argv[2] (a JSON list): z, the (1,T,V) logits, for a print to follow.
+constexpr const char* kTorchLogits =
+    "import torch_models\n"
+    "b = torch.load(sys.argv[1], weights_only=True); c = json.loads(b['config'])\n"
+    "m = torch_models.GPT(c); m.load_state_dict(b['model'], strict=True); m.eval()\n"
+    "with torch.no_grad(): z = m(torch.tensor([json.loads(sys.argv[2])]))\n";
 
 // Each (arguments, expected) run of `script` exits 2 with one error line
 // that holds `expected`.
@@ -193,7 +189,7 @@ TEST_CASE("torch_gpt: to-torch then from-torch is bit for bit, in nanoGPT's name
   // Back: the same bits, the same gpt.* entries.
   const fs::path back = scratch.path / "back.safetensors";
   python({kBridge.string(), "from-torch", bundle.string(), back.string()}, scratch);
-  require_same_model_tensors(checkpoint, back);
+  CHECK(require_same_model_tensors(checkpoint, back) == 9);  // wte, wpe, 6 in the block, ln_f
   const nn::Metadata returned = nn::read_metadata(back);
   for (const auto& [key, value] : metadata) {
     if (key.rfind("gpt.", 0) != 0) continue;
@@ -215,20 +211,15 @@ TEST_CASE("torch_gpt: nanoGPT's GPT in PyTorch gives attograd's logits", "[torch
       gpt::char_text(metadata.at("gpt.vocabulary"), "the vocabulary").characters);
   gpt::GPT model(gpt::GPTOptions(vocabulary.size()).block_size(16).n_layer(1).n_head(2).n_embd(16));
   nn::load(model, checkpoint);
-  std::vector<int64_t> ids = vocabulary.encode(gpt::char_text(sample_text(), "text").characters);
-  ids.resize(16);
+  const std::vector<int64_t> ids = first_ids(vocabulary);
   const nn::EvalModeGuard eval_mode(model);
   const NoGradGuard no_grad;
   const std::vector<real> ours = model.forward(ids, 1, 16).to_vector();
 
   // PyTorch: torch_models.GPT with the bundle's state dict, the same ids.
-  const ProgramRun theirs_run = python_code(
-      "import torch_models\n"
-      "b = torch.load(sys.argv[1], weights_only=True); c = json.loads(b['config'])\n"
-      "m = torch_models.GPT(c); m.load_state_dict(b['model'], strict=True); m.eval()\n"
-      "with torch.no_grad(): z = m(torch.tensor([json.loads(sys.argv[2])]))\n"
-      "print(json.dumps(z.reshape(-1).tolist()))",
-      {bundle.string(), nlohmann::json(ids).dump()}, scratch);
+  const ProgramRun theirs_run =
+      python_code(std::string(kTorchLogits) + "print(json.dumps(z.reshape(-1).tolist()))",
+                  {bundle.string(), nlohmann::json(ids).dump()}, scratch);
   const std::vector<double> theirs = nlohmann::json::parse(theirs_run.out);
   REQUIRE(theirs.size() == ours.size());
   double largest = 0;
@@ -420,19 +411,15 @@ TEST_CASE("torch_gpt: a GPT with biases has nanoGPT's bias names and logits, and
   nn::save(model, checkpoint, entries);
   const fs::path bundle = to_torch(checkpoint, scratch);
 
-  std::vector<int64_t> ids = vocabulary.encode(gpt::char_text(sample_text(), "text").characters);
-  ids.resize(16);
+  const std::vector<int64_t> ids = first_ids(vocabulary);
   const nn::EvalModeGuard eval_mode(model);
   const NoGradGuard no_grad;
   const std::vector<real> ours = model.forward(ids, 1, 16).to_vector();
-  const ProgramRun theirs_run = python_code(
-      "import torch_models\n"
-      "b = torch.load(sys.argv[1], weights_only=True); c = json.loads(b['config'])\n"
-      "m = torch_models.GPT(c); m.load_state_dict(b['model'], strict=True); m.eval()\n"
-      "with torch.no_grad(): z = m(torch.tensor([json.loads(sys.argv[2])]))\n"
-      "print(json.dumps({'bias': c['bias'], 'names': [n for n in b['model'] if "
-      "n.endswith('.bias')], 'logits': z.reshape(-1).tolist()}))",
-      {bundle.string(), nlohmann::json(ids).dump()}, scratch);
+  const ProgramRun theirs_run =
+      python_code(std::string(kTorchLogits) +
+                      "print(json.dumps({'bias': c['bias'], 'names': [n for n in b['model'] if "
+                      "n.endswith('.bias')], 'logits': z.reshape(-1).tolist()}))",
+                  {bundle.string(), nlohmann::json(ids).dump()}, scratch);
   const nlohmann::json theirs = nlohmann::json::parse(theirs_run.out);
   CHECK(theirs["bias"] == true);
   CHECK(theirs["names"] ==

@@ -1,11 +1,15 @@
-// tests/support/tensor_checks.hpp — comparing tensors element by element, and
-// padded id arrays and the shipped pairs for the translation models' tests.
+// tests/support/tensor_checks.hpp — comparing tensors element by element
+// (and two checkpoints' model tensors bit for bit), and padded id arrays and
+// the shipped pairs for the translation models' tests.
 #pragma once
 
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <map>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -13,9 +17,32 @@
 #include "models/text/batching.hpp"
 #include "models/text/normalize.hpp"
 #include "models/text/pairs.hpp"
+#include "nn/safetensors.hpp"
 #include "tensor/tensor.hpp"
 
 namespace attograd::testing {
+
+// Every model tensor of the safetensors file `a` (not the optimizer's
+// "optimizer." ones) is in `b`, bit for bit, under the same name and shape,
+// and `b` holds nothing else. Returns how many model tensors there are.
+inline size_t require_same_model_tensors(const std::filesystem::path& a,
+                                         const std::filesystem::path& b) {
+  const nn::TensorFile left = nn::read_safetensors(a);
+  const nn::TensorFile right = nn::read_safetensors(b);
+  std::map<std::string, Tensor> by_name(right.tensors.begin(), right.tensors.end());
+  size_t model_tensors = 0;
+  for (const auto& [name, tensor] : left.tensors) {
+    if (name.rfind("optimizer.", 0) == 0) continue;
+    ++model_tensors;
+    INFO("tensor " << name);
+    REQUIRE(by_name.count(name) == 1);
+    REQUIRE(by_name[name].shape() == tensor.shape());
+    const std::vector<real> x = tensor.to_vector(), y = by_name[name].to_vector();
+    CHECK(std::memcmp(x.data(), y.data(), x.size() * sizeof(real)) == 0);
+  }
+  CHECK(model_tensors == right.tensors.size());
+  return model_tensors;
+}
 
 // Every element of the tensors (a model's parameters, say), one tensor after another.
 inline std::vector<real> values_of(const std::vector<Tensor>& tensors) {
