@@ -84,13 +84,12 @@ double validation_loss(gpt::GPT& model, const std::vector<int64_t>& ids, int64_t
   double total = 0;
   for (size_t first = 0; first < offsets.size(); first += kEvalBatch) {
     const size_t count = std::min<size_t>(kEvalBatch, offsets.size() - first);
-    std::vector<int64_t> inputs, targets;
-    for (size_t w = first; w < first + count; ++w) {
-      const auto at = ids.begin() + offsets[w];
-      inputs.insert(inputs.end(), at, at + block);
-      targets.insert(targets.end(), at + 1, at + block + 1);
-    }
-    total += double(model.loss(inputs, targets, int64_t(count), block).item()) * double(count);
+    const gpt::Batch batch = gpt::windows(
+        ids,
+        {offsets.begin() + std::ptrdiff_t(first), offsets.begin() + std::ptrdiff_t(first + count)},
+        block);
+    total += double(model.loss(batch.inputs, batch.targets, int64_t(count), block).item()) *
+             double(count);
   }
   return total / double(offsets.size());
 }
@@ -368,6 +367,12 @@ int run_train(const TrainFlags& given_flags) {
   cli::InterruptGuard interrupts;
   double timed_seconds = 0;
   int64_t timed_iterations = 0;
+  // The training iterations' characters per second after the first 10 (0 before).
+  const auto tokens_per_second = [&] {
+    return timed_iterations > 0
+               ? double(timed_iterations * flags.batch * flags.block) / timed_seconds
+               : 0.0;
+  };
   double window_loss = 0;
   int64_t window_count = 0;
   double train_loss = std::nan("");
@@ -401,15 +406,11 @@ int run_train(const TrainFlags& given_flags) {
       const double val =
           validation_loss(model, text.split.validation, flags.block, last ? -1 : kProgressWindows);
       curve.emplace_back(double(iteration + 1), val);
-      const double tokens_per_second =
-          timed_iterations > 0
-              ? double(timed_iterations * flags.batch * flags.block) / timed_seconds
-              : 0.0;
       std::cout << fmt::format("iter {:>6}: train loss {:.4f}, val loss {:.4f}{}, lr {:.2e}{}\n",
                                iteration + 1, train_loss, val, last ? "" : " (first 256 windows)",
                                learning_rate(iteration, flags),
                                timed_iterations > 0
-                                   ? fmt::format(", {:.0f} tokens/s", tokens_per_second)
+                                   ? fmt::format(", {:.0f} tokens/s", tokens_per_second())
                                    : std::string())
                 << std::flush;
       window_loss = 0;
@@ -418,13 +419,10 @@ int run_train(const TrainFlags& given_flags) {
   }
   inspect.finish(std::cout);
   const double val_loss = curve.empty() ? std::nan("") : curve.back().second;
-  const double tokens_per_second =
-      timed_iterations > 0 ? double(timed_iterations * flags.batch * flags.block) / timed_seconds
-                           : 0.0;
   const nlohmann::json summary = {{"iterations", iteration},
                                   {"train_loss", train_loss},
                                   {"val_loss", val_loss},
-                                  {"tokens_per_second", tokens_per_second},
+                                  {"tokens_per_second", tokens_per_second()},
                                   {"parameters", model.parameter_count()}};
   // An interrupted run keeps its checkpoint and curve; the report is a finished run's.
   const bool finished = !interrupts.requested();

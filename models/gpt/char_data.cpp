@@ -127,20 +127,30 @@ Split split_90_10(const std::vector<int64_t>& ids) {
   return {{ids.begin(), ids.begin() + n}, {ids.begin() + n, ids.end()}};
 }
 
+Batch windows(const std::vector<int64_t>& ids, const std::vector<int64_t>& offsets, int64_t block) {
+  Batch out;
+  out.inputs.reserve(offsets.size() * size_t(block));
+  out.targets.reserve(offsets.size() * size_t(block));
+  for (const int64_t offset : offsets) {
+    check(offset >= 0 && offset + block < int64_t(ids.size()),
+          "windows: a window of {} + 1 ids at {} does not fit in {} ids", block, offset,
+          ids.size());
+    const auto at = ids.begin() + offset;
+    out.inputs.insert(out.inputs.end(), at, at + block);
+    out.targets.insert(out.targets.end(), at + 1, at + block + 1);
+  }
+  return out;
+}
+
 Batch random_batch(const std::vector<int64_t>& ids, int64_t batch, int64_t block, uint64_t seed) {
   const auto size = static_cast<int64_t>(ids.size());
   check(size > block, "random_batch: {} ids cannot hold a window of {} + 1", size, block);
   Generator generator(seed);
-  Batch out;
-  out.inputs.reserve(size_t(batch * block));
-  out.targets.reserve(size_t(batch * block));
-  for (int64_t b = 0; b < batch; ++b) {
-    const auto offset = static_cast<int64_t>(generator.uniform() * double(size - block));
-    out.inputs.insert(out.inputs.end(), ids.begin() + offset, ids.begin() + offset + block);
-    out.targets.insert(out.targets.end(), ids.begin() + offset + 1,
-                       ids.begin() + offset + block + 1);
+  std::vector<int64_t> offsets(static_cast<size_t>(batch));
+  for (int64_t& offset : offsets) {
+    offset = static_cast<int64_t>(generator.uniform() * double(size - block));
   }
-  return out;
+  return windows(ids, offsets, block);
 }
 
 std::vector<int64_t> window_offsets(int64_t size, int64_t block) {

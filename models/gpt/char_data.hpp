@@ -60,6 +60,9 @@ struct Batch {
   std::vector<int64_t> inputs;   // B·T ids, row b the window at offset o_b
   std::vector<int64_t> targets;  // the same windows one id later
 };
+// The windows of T + 1 ids at `offsets`: row b the T ids from offsets[b], its
+// targets the same T one id later.
+Batch windows(const std::vector<int64_t>& ids, const std::vector<int64_t>& offsets, int64_t block);
 // B windows of T + 1 ids at offsets drawn uniformly from [0, size − T),
 // from a generator seeded by `seed` alone (so step i's batch is a function
 // of (seed, i) and a resumed run draws the batches it would have drawn).

@@ -201,21 +201,29 @@ GPT::GPT(const GPTOptions& options, Generator& generator) : nn::Module("GPT"), o
   transformer = register_module("transformer", std::make_shared<Body>(options, generator));
 }
 
+// ids (B,T) at positions first … first + T − 1 -> wte[ids] + wpe[positions]  (B,T,d)
+Tensor GPT::embed(const std::vector<int64_t>& ids, int64_t batch, int64_t positions,
+                  int64_t first) {
+  std::vector<int64_t> where(static_cast<size_t>(positions));
+  for (int64_t t = 0; t < positions; ++t) where[size_t(t)] = first + t;
+  return transformer->wte->forward(ids, {batch, positions}) +
+         transformer->wpe->forward(where, {1, positions});
+}
+
+// x (N,d), the last block's output -> ln_f(x) · wteᵀ  (N,V): the tied head.
+Tensor GPT::logits_of(const Tensor& x) {
+  return matmul(transformer->ln_f->forward(x), transpose(transformer->wte->weight, 0, 1));
+}
+
 Tensor GPT::forward(const std::vector<int64_t>& ids, int64_t batch, int64_t positions) {
   check(positions >= 1 && positions <= options_.block_size(),
         "GPT: {} positions; the model reads 1 to block_size = {}", positions,
         options_.block_size());
   check(static_cast<int64_t>(ids.size()) == batch * positions,
         "GPT: {} ids for a batch of {} x {} positions", ids.size(), batch, positions);
-  std::vector<int64_t> where(static_cast<size_t>(positions));
-  for (int64_t t = 0; t < positions; ++t) where[size_t(t)] = t;
-  Tensor x = transformer->wte->forward(ids, {batch, positions}) +
-             transformer->wpe->forward(where, {1, positions});  // (B,T,d)
+  Tensor x = embed(ids, batch, positions, 0);  // (B,T,d)
   for (const auto& block : transformer->h) x = block->forward(x);
-  x = transformer->ln_f->forward(x);
-  const Tensor& table = transformer->wte->weight;  // the tied head
-  const Tensor logits =
-      matmul(reshape(x, {batch * positions, options_.n_embd()}), transpose(table, 0, 1));
+  const Tensor logits = logits_of(reshape(x, {batch * positions, options_.n_embd()}));
   return reshape(logits, {batch, positions, options_.vocab_size()});
 }
 
@@ -243,16 +251,12 @@ Tensor GPT::prefill(const std::vector<int64_t>& ids, KVCache& cache) {
         "GPT::prefill: {} ids; the cache takes 1 to block_size = {}", positions,
         options_.block_size());
   const NoGradGuard no_grad;
-  std::vector<int64_t> where(static_cast<size_t>(positions));
-  for (int64_t t = 0; t < positions; ++t) where[size_t(t)] = t;
-  Tensor x = transformer->wte->forward(ids, {1, positions}) +
-             transformer->wpe->forward(where, {1, positions});
+  Tensor x = embed(ids, 1, positions, 0);
   for (size_t i = 0; i < transformer->h.size(); ++i) {
     x = transformer->h[i]->forward(x, &cache.layers[i]);
   }
   cache.length = positions;
-  const Tensor last = transformer->ln_f->forward(select(x, 1, positions - 1));  // (1,d)
-  return reshape(matmul(last, transpose(transformer->wte->weight, 0, 1)), {options_.vocab_size()});
+  return reshape(logits_of(select(x, 1, positions - 1)), {options_.vocab_size()});  // x: (1,d)
 }
 
 Tensor GPT::step(int64_t token, KVCache& cache) {
@@ -263,13 +267,12 @@ Tensor GPT::step(int64_t token, KVCache& cache) {
         "(GPT::new_cache) with the last positions",
         options_.block_size());
   const NoGradGuard no_grad;
-  Tensor x = transformer->wte->forward({token}) + transformer->wpe->forward({cache.length});
+  Tensor x = reshape(embed({token}, 1, 1, cache.length), {1, options_.n_embd()});
   for (size_t i = 0; i < transformer->h.size(); ++i) {
     x = transformer->h[i]->forward_cached(x, cache.layers[i], cache.length);
   }
   ++cache.length;
-  x = transformer->ln_f->forward(x);  // (1,d)
-  return reshape(matmul(x, transpose(transformer->wte->weight, 0, 1)), {options_.vocab_size()});
+  return reshape(logits_of(x), {options_.vocab_size()});
 }
 
 std::vector<std::pair<std::string, Tensor>> GPT::decayed_parameters() const {

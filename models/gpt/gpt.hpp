@@ -200,6 +200,11 @@ class GPT : public nn::Module {
   std::shared_ptr<Body> transformer;
 
  private:
+  // ids (batch, positions) at positions first, first + 1, … -> (batch,positions,d)
+  Tensor embed(const std::vector<int64_t>& ids, int64_t batch, int64_t positions, int64_t first);
+  // the last block's output (N,d) -> the logits (N,V), through ln_f and the tied head
+  Tensor logits_of(const Tensor& x);
+
   GPTOptions options_;
 };
 
