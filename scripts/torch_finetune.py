@@ -389,6 +389,18 @@ def full_loss(model, arrays):
     return loss
 
 
+def write_outputs(job, bundle, report, before, after):
+    """Rank 0: the fine-tuned bundle at OUT and, with --report, one JSON line a
+    step and the losses before and after, each written atomically."""
+    buffer = io.BytesIO()
+    torch.save(bundle, buffer)
+    torch_bridge.write_atomic(job["out"], buffer.getvalue())
+    if job["report"]:
+        lines = [json.dumps(entry) for kind, entry in report if kind == "step"]
+        lines.append(json.dumps({"loss_before": before, "loss_after": after}))
+        torch_bridge.write_atomic(job["report"], ("\n".join(lines) + "\n").encode())
+
+
 def finish(model, job, report):
     """Rank 0: the bundle with the fine-tuned weights, and the report."""
     before = report[0][1]
@@ -405,13 +417,7 @@ def finish(model, job, report):
     bundle = {"encoder": model.encoder.state_dict(), "decoder": model.decoder.state_dict(),
               "source_words": job["bundle"]["source_words"],
               "target_words": job["bundle"]["target_words"], "config": json.dumps(config)}
-    buffer = io.BytesIO()
-    torch.save(bundle, buffer)
-    torch_bridge.write_atomic(job["out"], buffer.getvalue())
-    if job["report"]:
-        lines = [json.dumps(entry) for kind, entry in report if kind == "step"]
-        lines.append(json.dumps({"loss_before": before, "loss_after": after}))
-        torch_bridge.write_atomic(job["report"], ("\n".join(lines) + "\n").encode())
+    write_outputs(job, bundle, report, before, after)
     print(f"wrote {shown(job['out'], 300)}: loss over the {job['arrays'][0].shape[0]} pairs "
           f"{before:.4f} -> {after:.4f} after {job['steps']} steps on {job['world_size']} "
           "processes", flush=True)
@@ -431,13 +437,7 @@ def finish_gpt(model, job, report):
     config["attograd"] = extra
     bundle = {"model": model.state_dict(), "characters": job["bundle"]["characters"],
               "config": json.dumps(config)}
-    buffer = io.BytesIO()
-    torch.save(bundle, buffer)
-    torch_bridge.write_atomic(job["out"], buffer.getvalue())
-    if job["report"]:
-        lines = [json.dumps(entry) for kind, entry in report if kind == "step"]
-        lines.append(json.dumps({"loss_before": before, "loss_after": after}))
-        torch_bridge.write_atomic(job["report"], ("\n".join(lines) + "\n").encode())
+    write_outputs(job, bundle, report, before, after)
     windows = job["arrays"][1].numel() // job["arrays"][2]
     print(f"wrote {shown(job['out'], 300)}: validation loss over ~{windows} windows "
           f"{before:.4f} -> {after:.4f} after {job['steps']} steps on {job['world_size']} "

@@ -64,23 +64,6 @@ ProgramRun python(const std::vector<std::string>& arguments, const TemporaryFold
   return result;
 }
 
-// Each (arguments, expected) run of `script` exits 2 with one error line
-// that holds `expected`.
-using Refusals = std::vector<std::pair<std::vector<std::string>, std::string>>;
-void require_refusals(const std::filesystem::path& script, const Refusals& refusals,
-                      const TemporaryFolder& scratch) {
-  for (const auto& [arguments, expected] : refusals) {
-    std::vector<std::string> command = {script.string()};
-    command.insert(command.end(), arguments.begin(), arguments.end());
-    std::string shown = script.filename().string();
-    for (const std::string& argument : arguments) shown += " " + argument;
-    INFO(shown);
-    const ProgramRun refused = run_program(kPython, command, scratch.path);
-    require_one_line_error(refused);
-    CHECK(refused.err.find(expected) != std::string::npos);
-  }
-}
-
 // Sentences over the tiny vocabulary, one a line (already normalised).
 const std::vector<std::string> kSentences = {"je suis fatigue .", "il est grand .",
                                              "je suis grand .", "il est fatigue .", "je ."};

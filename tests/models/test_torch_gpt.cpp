@@ -135,23 +135,6 @@ constexpr const char* kTorchLogits =
     "m = torch_models.GPT(c); m.load_state_dict(b['model'], strict=True); m.eval()\n"
     "with torch.no_grad(): z = m(torch.tensor([json.loads(sys.argv[2])]))\n";
 
-// Each (arguments, expected) run of `script` exits 2 with one error line
-// that holds `expected`.
-using Refusals = std::vector<std::pair<std::vector<std::string>, std::string>>;
-void require_refusals(const fs::path& script, const Refusals& refusals,
-                      const TemporaryFolder& scratch) {
-  for (const auto& [arguments, expected] : refusals) {
-    std::vector<std::string> command = {script.string()};
-    command.insert(command.end(), arguments.begin(), arguments.end());
-    std::string shown = script.filename().string();
-    for (const std::string& argument : arguments) shown += " " + argument;
-    INFO(shown);
-    const ProgramRun refused = run_program(kPython, command, scratch.path);
-    require_one_line_error(refused);
-    CHECK(refused.err.find(expected) != std::string::npos);
-  }
-}
-
 }  // namespace
 
 TEST_CASE("torch_gpt: to-torch then from-torch is bit for bit, in nanoGPT's names, head tied",

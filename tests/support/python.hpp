@@ -6,6 +6,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <utility>
+#include <vector>
+
+#include "tests/support/program.hpp"
 
 namespace attograd::testing {
 
@@ -35,6 +39,23 @@ inline bool torch_installed() {
     WARN("skipped: torch not installed (/usr/bin/python3 has no torch package)");
   }
   return installed;
+}
+
+// Each (arguments, expected) run of the Python `script` exits 2 with one
+// error line that holds `expected`.
+using Refusals = std::vector<std::pair<std::vector<std::string>, std::string>>;
+inline void require_refusals(const std::filesystem::path& script, const Refusals& refusals,
+                             const TemporaryFolder& scratch) {
+  for (const auto& [arguments, expected] : refusals) {
+    std::vector<std::string> command = {script.string()};
+    command.insert(command.end(), arguments.begin(), arguments.end());
+    std::string shown = script.filename().string();
+    for (const std::string& argument : arguments) shown += " " + argument;
+    INFO(shown);
+    const ProgramRun refused = run_program(kPython, command, scratch.path);
+    require_one_line_error(refused);
+    CHECK(refused.err.find(expected) != std::string::npos);
+  }
 }
 
 }  // namespace attograd::testing
